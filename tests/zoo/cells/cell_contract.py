@@ -1,0 +1,129 @@
+"""The Keras contract every zoo cell passes, as a base class for test classes.
+
+A cell's test module subclasses `CellContract` in a class named `Test...` and
+defines `make_cell(self)` (a fresh, seeded cell) and, for cells that do not
+take float vectors, `make_inputs(self)`. Each test compares the cell inside a
+Keras wrapper against the same weights run another way, so a cell that
+mishandles its state, config or mask fails.
+"""
+
+import keras
+import numpy as np
+import pytest
+
+BATCH, TIME, FEATURES = 3, 5, 4
+ATOL = 1e-5
+
+
+def _rnn(cell, **kwargs):
+    return keras.layers.RNN(cell, return_sequences=True, **kwargs)
+
+
+def _copy_weights(source, target):
+    target.set_weights(source.get_weights())
+
+
+class CellContract:
+    def make_cell(self):
+        raise NotImplementedError
+
+    def make_inputs(self):
+        rng = np.random.default_rng(0)
+        return rng.normal(size=(BATCH, TIME, FEATURES)).astype("float32")
+
+    def setup_method(self, method):
+        keras.utils.set_random_seed(0)
+
+    def test_config_round_trip(self):
+        cell = self.make_cell()
+        config = cell.get_config()
+        clone = type(cell).from_config(config)
+        assert clone.get_config() == config
+
+    def test_save_and_load(self, tmp_path):
+        x = self.make_inputs()
+        inputs = keras.Input(shape=x.shape[1:], dtype=str(x.dtype))
+        model = keras.Model(inputs, _rnn(self.make_cell())(inputs))
+        expected = model(x)
+        path = tmp_path / "model.keras"
+        model.save(path)
+        restored = keras.models.load_model(path)
+        np.testing.assert_array_equal(restored(x), expected)
+        restored_cell = restored.layers[-1].cell
+        assert type(restored_cell) is type(model.layers[-1].cell)
+
+    def test_bidirectional(self):
+        x = self.make_inputs()
+        layer = keras.layers.Bidirectional(_rnn(self.make_cell()))
+        output = np.asarray(layer(x))
+        forward = np.asarray(layer.forward_layer(x))
+        backward = np.asarray(layer.backward_layer(x))
+        units = forward.shape[-1]
+        np.testing.assert_allclose(output[..., :units], forward, atol=ATOL)
+        np.testing.assert_allclose(output[..., units:], backward[:, ::-1], atol=ATOL)
+        # The backward layer reads the sequence in reverse: same cell config,
+        # different result.
+        assert not np.allclose(output[..., :units], output[..., units:])
+
+    def test_stacked_cells(self):
+        x = self.make_inputs()
+        first, second = self.make_cell(), self.make_cell()
+        if getattr(first, "takes_token_ids", False):
+            pytest.skip("a cell that takes token ids cannot read another's output")
+        stacked = _rnn(keras.layers.StackedRNNCells([first, second]))
+        output = stacked(x)
+        layer_one, layer_two = _rnn(self.make_cell()), _rnn(self.make_cell())
+        hidden = layer_one(x)
+        layer_two(hidden)
+        _copy_weights(first, layer_one.cell)
+        _copy_weights(second, layer_two.cell)
+        np.testing.assert_allclose(output, layer_two(layer_one(x)), atol=ATOL)
+
+    def test_stateful_and_reset_state(self):
+        x = self.make_inputs()
+        full = _rnn(self.make_cell())
+        expected = np.asarray(full(x))
+        stateful = _rnn(self.make_cell(), stateful=True)
+        stateful(x[:, :2])
+        _copy_weights(full.cell, stateful.cell)
+        stateful.reset_state()
+        first = stateful(x[:, :2])
+        second = stateful(x[:, 2:])
+        np.testing.assert_allclose(
+            np.concatenate([first, second], axis=1), expected, atol=ATOL
+        )
+        stateful.reset_state()
+        np.testing.assert_allclose(stateful(x[:, 2:]), full(x[:, 2:]), atol=ATOL)
+
+    def test_return_state_and_initial_state(self):
+        x = self.make_inputs()
+        cell = self.make_cell()
+        layer = _rnn(cell, return_state=True)
+        output, *states = layer(x)
+        assert len(states) == len(keras.tree.flatten(cell.state_size))
+        head, *head_states = layer(x[:, :2])
+        tail, *_ = layer(x[:, 2:], initial_state=head_states)
+        np.testing.assert_allclose(
+            np.concatenate([head, tail], axis=1), output, atol=ATOL
+        )
+        for state, reference in zip(states, _rnn(cell, return_state=True)(x)[1:]):
+            np.testing.assert_allclose(state, reference, atol=ATOL)
+
+    def test_masking(self):
+        x = self.make_inputs()
+        mask = np.ones(x.shape[:2], bool)
+        mask[0, 3:] = False
+        layer = keras.layers.RNN(self.make_cell(), return_state=True)
+        last, *states = layer(x, mask=mask)
+        short_last, *short_states = layer(x[:1, :3])
+        np.testing.assert_allclose(last[0], short_last[0], atol=ATOL)
+        for state, short in zip(states, short_states):
+            np.testing.assert_allclose(state[0], short[0], atol=ATOL)
+        unmasked_last, *_ = layer(x)
+        assert not np.allclose(last[0], unmasked_last[0])
+        np.testing.assert_allclose(last[1:], unmasked_last[1:], atol=ATOL)
+
+    def test_wrong_input_rank(self):
+        x = self.make_inputs()
+        with pytest.raises(ValueError, match="inputs"):
+            keras.layers.RNN(self.make_cell())(x[:, 0])

@@ -1,0 +1,90 @@
+"""What every zoo cell shares: argument checks, initializers, shapes, config."""
+
+import keras
+
+
+def check_positive_int(name, value):
+    """Raises a one-line `ValueError` unless `value` is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
+
+
+def check_number(name, value, low=None, high=None, low_open=False):
+    """Raises a one-line `ValueError` unless `value` is a number in range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"`{name}` must be a number; received {value!r}.")
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and value > high
+    if too_low or too_high:
+        bracket = "(" if low_open else "["
+        raise ValueError(
+            f"`{name}` must be in {bracket}{low}, {high}]; received {value!r}."
+        )
+
+
+def check_choice(name, value, choices):
+    """Raises a one-line `ValueError` unless `value` is one of `choices`."""
+    if value not in choices:
+        raise ValueError(
+            f"`{name}` must be one of {', '.join(map(repr, choices))}; "
+            f"received {value!r}."
+        )
+
+
+class ZooCell(keras.Layer):
+    """Base class of the zoo's recurrent cells.
+
+    Holds `units` and the three initializers every cell uses, checks the
+    per-step input shape in `build`, and serializes all of it. Subclasses set
+    `state_size`, create their weights in `build` after calling
+    `self.input_dim(input_shape)`, and add their own arguments to `get_config`.
+
+    Args:
+        units: Positive integer, dimensionality of the hidden state.
+        kernel_initializer: Initializer for the input kernels.
+        recurrent_initializer: Initializer for the recurrent kernels.
+        bias_initializer: Initializer for the biases.
+    """
+
+    def __init__(
+        self,
+        units,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        check_positive_int("units", units)
+        super().__init__(**kwargs)
+        self.units = units
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.state_size = units
+        self.output_size = units
+
+    def input_dim(self, input_shape):
+        """Checks a per-step input shape `(batch, features)`; returns features."""
+        if len(input_shape) != 2 or input_shape[-1] is None:
+            raise ValueError(
+                f"{type(self).__name__} expects `inputs` of shape (batch, features) "
+                "at each step, i.e. sequences (batch, time, features) in "
+                f"keras.layers.RNN; received inputs of shape {tuple(input_shape)}."
+            )
+        return int(input_shape[-1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "recurrent_initializer": keras.initializers.serialize(
+                    self.recurrent_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config

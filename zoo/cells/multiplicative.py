@@ -1,0 +1,338 @@
+"""Multiplicative RNN, multiplicative LSTM and the tensor RNN (Krause et al. 2016).
+
+The three cells give every input its own hidden-to-hidden transition. The
+tensor RNN stores one transition matrix per input symbol (eqs. 5-7); the
+mRNN factorizes it through the intermediate state
+`m_t = (W_mx x_t) * (W_mh h_{t-1})` (eqs. 8-9), which the mLSTM shares across
+its gates (eqs. 17-21). `multiplicative_state` is that one expression, used by
+both cells here and by the stack-augmented cells built on them.
+"""
+
+import keras
+from keras import ops
+
+from zoo.cells.base import ZooCell, check_number, check_positive_int
+from zoo.registry import register_cell
+
+
+def multiplicative_state(input_projection, h_prev, multiplicative_kernel):
+    """Returns `m_t = (W_mx x_t) * (W_mh h_{t-1})` (Krause et al. eqs. 9, 17)."""
+    return input_projection * ops.matmul(h_prev, multiplicative_kernel)
+
+
+def weight_normalized(kernel, scale):
+    """Returns `scale * kernel / ||kernel||`, column-wise (Salimans & Kingma 2016)."""
+    norm = ops.sqrt(ops.sum(ops.square(kernel), axis=0, keepdims=True))
+    return kernel * (scale / norm)
+
+
+@register_cell("mrnn")
+class MultiplicativeRNNCell(ZooCell):
+    """Multiplicative RNN cell (Sutskever et al. 2011).
+
+    Implements Krause et al. (2016) eqs. 9-10 with a bias and an activation:
+
+        m_t = (W_mx x_t) * (W_mh h_{t-1})
+        h_t = activation(W_hm m_t + W_hx x_t + b)
+
+    The intermediate state `m_t` has `units` dimensions, as in the paper's
+    experiments.
+
+    Args:
+        units: Positive integer, dimensionality of `h_t` and `m_t`.
+        activation: Activation of the hidden state. Default: `"tanh"`.
+        use_bias: Whether to add `b`. Default: `True`.
+        kernel_initializer: Initializer of `[W_mx | W_hx]`.
+        recurrent_initializer: Initializer of `W_mh` and `W_hm`.
+        bias_initializer: Initializer of `b`.
+
+    Example:
+
+    >>> layer = keras.layers.RNN(MultiplicativeRNNCell(32), return_sequences=True)
+    >>> layer(np.zeros((3, 5, 4), "float32")).shape
+    (3, 5, 32)
+    """
+
+    def __init__(self, units, activation="tanh", use_bias=True, **kwargs):
+        super().__init__(units, **kwargs)
+        self.activation = keras.activations.get(activation)
+        self.use_bias = use_bias
+
+    def build(self, input_shape):
+        input_dim = self.input_dim(input_shape)
+        self.kernel = self.add_weight(
+            shape=(input_dim, 2 * self.units),
+            initializer=self.kernel_initializer,
+            name="kernel",
+        )
+        self.multiplicative_kernel = self.add_weight(
+            shape=(self.units, self.units),
+            initializer=self.recurrent_initializer,
+            name="multiplicative_kernel",
+        )
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, self.units),
+            initializer=self.recurrent_initializer,
+            name="recurrent_kernel",
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=(self.units,), initializer=self.bias_initializer, name="bias"
+            )
+
+    def call(self, inputs, states, training=False):
+        h_prev = states[0] if isinstance(states, (list, tuple)) else states
+        x_m, x_h = ops.split(ops.matmul(inputs, self.kernel), 2, axis=-1)
+        m = multiplicative_state(x_m, h_prev, self.multiplicative_kernel)
+        z = ops.matmul(m, self.recurrent_kernel) + x_h  # [batch, units]
+        if self.bias is not None:
+            z = z + self.bias
+        h = self.activation(z)
+        return h, [h]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "activation": keras.activations.serialize(self.activation),
+                "use_bias": self.use_bias,
+            }
+        )
+        return config
+
+
+@register_cell("mlstm")
+class MultiplicativeLSTMCell(ZooCell):
+    """Multiplicative LSTM cell (Krause et al. 2016).
+
+    Implements eqs. 17-21 with the LSTM state update of eqs. 15-16, a bias on
+    each gate and the output gate outside the final tanh (the paper's
+    follow-up experiments):
+
+        m_t   = (W_mx x_t) * (W_mh h_{t-1})
+        i, f, o = sigmoid(W_{i,f,o}x x_t + W_{i,f,o}m m_t + b_{i,f,o})
+        c_t   = f * c_{t-1} + i * tanh(W_hx x_t + W_hm m_t + b_h)
+        h_t   = o * tanh(c_t)
+
+    `m_t` has `units` dimensions and is shared across the gates, so the cell
+    has 1.25x the recurrent weights of an LSTM of the same size. Gates are
+    fused in Keras's order (i, f, candidate, o). The paper's options: an
+    initial forget-gate bias (it used 3), scaled orthogonal recurrent weights
+    (it used `keras.initializers.Orthogonal(gain=0.7)`) and weight
+    normalization of the recurrent weights (Salimans & Kingma 2016), applied
+    column-wise to `W_mh` and `W_{i,f,h,o}m` with a trainable scale.
+
+    Args:
+        units: Positive integer, dimensionality of `h_t`, `c_t` and `m_t`.
+        activation: Activation of the candidate and the cell output.
+            Default: `"tanh"`.
+        recurrent_activation: Activation of the gates. Default: `"sigmoid"`.
+        forget_bias: Initial value added to the forget-gate bias.
+            Default: 1.0 (as Keras's `unit_forget_bias`).
+        weight_normalization: Whether to weight-normalize the recurrent
+            kernels. Default: `False`.
+        use_bias: Whether the gates have biases. Default: `True`.
+        kernel_initializer: Initializer of the fused input kernel.
+        recurrent_initializer: Initializer of `W_mh` and the fused `W_*m`.
+        bias_initializer: Initializer of the fused bias.
+
+    Example:
+
+    >>> cell = MultiplicativeLSTMCell(32, forget_bias=3.0)
+    >>> keras.layers.RNN(cell)(np.zeros((3, 5, 4), "float32")).shape
+    (3, 32)
+    """
+
+    def __init__(
+        self,
+        units,
+        activation="tanh",
+        recurrent_activation="sigmoid",
+        forget_bias=1.0,
+        weight_normalization=False,
+        use_bias=True,
+        **kwargs,
+    ):
+        check_number("forget_bias", forget_bias)
+        super().__init__(units, **kwargs)
+        self.activation = keras.activations.get(activation)
+        self.recurrent_activation = keras.activations.get(recurrent_activation)
+        self.forget_bias = forget_bias
+        self.weight_normalization = weight_normalization
+        self.use_bias = use_bias
+        self.state_size = [units, units]
+
+    def build(self, input_shape):
+        input_dim = self.input_dim(input_shape)
+        units = self.units
+        # [W_mx | W_ix, W_fx, W_hx, W_ox]
+        self.kernel = self.add_weight(
+            shape=(input_dim, 5 * units),
+            initializer=self.kernel_initializer,
+            name="kernel",
+        )
+        self.multiplicative_kernel = self.add_weight(
+            shape=(units, units),
+            initializer=self.recurrent_initializer,
+            name="multiplicative_kernel",
+        )
+        # [W_im, W_fm, W_hm, W_om]
+        self.recurrent_kernel = self.add_weight(
+            shape=(units, 4 * units),
+            initializer=self.recurrent_initializer,
+            name="recurrent_kernel",
+        )
+        if self.weight_normalization:
+            self.multiplicative_scale = self.add_weight(
+                shape=(units,), initializer="ones", name="multiplicative_scale"
+            )
+            self.recurrent_scale = self.add_weight(
+                shape=(4 * units,), initializer="ones", name="recurrent_scale"
+            )
+        self.bias = None
+        if self.use_bias:
+
+            def bias_initializer(shape, dtype=None):
+                bias = self.bias_initializer(shape, dtype=dtype)
+                forget = ops.concatenate(
+                    [ops.zeros((units,)), ops.full((units,), self.forget_bias)]
+                    + [ops.zeros((2 * units,))]
+                )
+                return bias + ops.cast(forget, bias.dtype)
+
+            self.bias = self.add_weight(
+                shape=(4 * units,), initializer=bias_initializer, name="bias"
+            )
+
+    def call(self, inputs, states, training=False):
+        h_prev, c_prev = states
+        multiplicative_kernel = self.multiplicative_kernel
+        recurrent_kernel = self.recurrent_kernel
+        if self.weight_normalization:
+            multiplicative_kernel = weight_normalized(
+                multiplicative_kernel, self.multiplicative_scale
+            )
+            recurrent_kernel = weight_normalized(recurrent_kernel, self.recurrent_scale)
+        x_proj = ops.matmul(inputs, self.kernel)  # [batch, 5 * units]
+        x_m, x_gates = x_proj[:, : self.units], x_proj[:, self.units :]
+        m = multiplicative_state(x_m, h_prev, multiplicative_kernel)
+        z = x_gates + ops.matmul(m, recurrent_kernel)  # [batch, 4 * units]
+        if self.bias is not None:
+            z = z + self.bias
+        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
+        c = self.recurrent_activation(z_f) * c_prev + self.recurrent_activation(
+            z_i
+        ) * self.activation(z_c)
+        h = self.recurrent_activation(z_o) * self.activation(c)
+        return h, [h, c]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "activation": keras.activations.serialize(self.activation),
+                "recurrent_activation": keras.activations.serialize(
+                    self.recurrent_activation
+                ),
+                "forget_bias": self.forget_bias,
+                "weight_normalization": self.weight_normalization,
+                "use_bias": self.use_bias,
+            }
+        )
+        return config
+
+
+@register_cell("tensor_rnn")
+class TensorRNNCell(ZooCell):
+    """Tensor RNN cell: one hidden-to-hidden matrix per input symbol.
+
+    Implements Krause et al. (2016) eqs. 5-7 with a bias and an activation,
+    for one-hot inputs given as token ids:
+
+        h_t = activation(W_hh^(x_t) h_{t-1} + W_hx[x_t] + b)
+
+    The cell takes token ids, shape `(batch, 1)` per step (sequences
+    `(batch, time, 1)`, integer dtype), and gathers the transition matrix of
+    each example's symbol, so a step costs `units**2` per example while the
+    parameters grow as `vocab_size * units**2`: it is meant for small
+    vocabularies (Dyck languages, characters).
+
+    Args:
+        units: Positive integer, dimensionality of `h_t`.
+        vocab_size: Positive integer, the number of input symbols.
+        activation: Activation of the hidden state. Default: `"tanh"`.
+        use_bias: Whether to add `b`. Default: `True`.
+        kernel_initializer: Initializer of `W_hx` (`(vocab_size, units)`).
+        recurrent_initializer: Initializer of each `W_hh^(n)`.
+        bias_initializer: Initializer of `b`.
+
+    Example:
+
+    >>> layer = keras.layers.RNN(TensorRNNCell(16, vocab_size=6))
+    >>> layer(np.zeros((3, 5, 1), "int32")).shape
+    (3, 16)
+    """
+
+    takes_token_ids = True
+
+    def __init__(
+        self, units, vocab_size=None, activation="tanh", use_bias=True, **kwargs
+    ):
+        check_positive_int("vocab_size", vocab_size)
+        super().__init__(units, **kwargs)
+        self.vocab_size = vocab_size
+        self.activation = keras.activations.get(activation)
+        self.use_bias = use_bias
+
+    def build(self, input_shape):
+        if self.input_dim(input_shape) != 1:
+            raise ValueError(
+                "TensorRNNCell expects `inputs` of token ids with shape "
+                "(batch, time, 1); received inputs of shape "
+                f"{tuple(input_shape)} per step."
+            )
+        self.kernel = self.add_weight(
+            shape=(self.vocab_size, self.units),
+            initializer=self.kernel_initializer,
+            name="kernel",
+        )
+        recurrent_initializer = self.recurrent_initializer
+
+        def per_symbol_initializer(shape, dtype=None):
+            return ops.stack(
+                [recurrent_initializer(shape[1:], dtype=dtype) for _ in range(shape[0])]
+            )
+
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.vocab_size, self.units, self.units),
+            initializer=per_symbol_initializer,
+            name="recurrent_kernel",
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=(self.units,), initializer=self.bias_initializer, name="bias"
+            )
+
+    def call(self, inputs, states, training=False):
+        h_prev = states[0] if isinstance(states, (list, tuple)) else states
+        ids = ops.cast(inputs[:, 0], "int32")  # [batch]
+        transition = ops.take(self.recurrent_kernel, ids, axis=0)  # [batch, u, u]
+        z = ops.einsum("bi,bij->bj", h_prev, transition)  # [batch, units]
+        z = z + ops.take(self.kernel, ids, axis=0)
+        if self.bias is not None:
+            z = z + self.bias
+        h = self.activation(z)
+        return h, [h]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocab_size": self.vocab_size,
+                "activation": keras.activations.serialize(self.activation),
+                "use_bias": self.use_bias,
+            }
+        )
+        return config

@@ -1,0 +1,52 @@
+"""The registry of recurrent cells: short lowercase names to cell classes."""
+
+import keras
+
+_CELLS = {}
+
+
+def register_cell(name):
+    """Registers a cell class under `name` and as Keras-serializable `zoo>Class`.
+
+    A registered name never changes: saved models and recipes refer to it.
+    """
+
+    def decorator(cls):
+        if name in _CELLS:
+            raise ValueError(f"Cell name {name!r} is already registered.")
+        registered = keras.saving.register_keras_serializable(package="zoo")(cls)
+        _CELLS[name] = registered
+        return registered
+
+    return decorator
+
+
+def available_cells():
+    """Returns the sorted names of every registered cell."""
+    return sorted(_CELLS)
+
+
+def get_cell_class(name):
+    """Returns the class registered under `name`."""
+    if name not in _CELLS:
+        raise ValueError(
+            f"Unknown cell {name!r}; expected one of: {', '.join(available_cells())}."
+        )
+    return _CELLS[name]
+
+
+def get_cell(name, units, **options):
+    """Builds the cell registered under `name` with `units` and its options.
+
+    Example:
+
+    >>> cell = get_cell("mlstm", 128, forget_bias=3.0)
+    >>> layer = keras.layers.RNN(cell, return_sequences=True)
+    """
+    return get_cell_class(name)(units, **options)
+
+
+# The baselines are Keras's own cells, registered under short names.
+_CELLS["rnn"] = keras.layers.SimpleRNNCell
+_CELLS["lstm"] = keras.layers.LSTMCell
+_CELLS["gru"] = keras.layers.GRUCell
