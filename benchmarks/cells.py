@@ -1,0 +1,152 @@
+"""Training throughput of every zoo cell next to keras.layers.LSTM.
+
+    python benchmarks/cells.py [--units 256] [--batch 32] [--steps 3]
+        [--lengths 128 2048] [--cells mlstm mrnn ...] [--xla-lengths 512 2048]
+
+In one process, for each cell (and each variant below): a model of one
+recurrent layer (inputs of `units` features, or token ids for cells that read
+ids) is trained with `train_on_batch` on a mean-squared-error loss; after one
+warm-up step, `--steps` steps are timed. Printed per cell: tokens/s at each
+length, the step time relative to keras.layers.LSTM at the same units, batch
+and length, the cell's FLOP share of the LSTM (its multiply-adds per step over
+the LSTM's, from the weights a step uses), and throughput at the longest
+length over the shortest. Targets: time ratio <= 1.1 x FLOP share, length
+ratio >= 0.8. `--xla-lengths` first times keras.layers.LSTM with and without
+`jit_compile` (the compile-mode choice of `zoo.default_jit_compile`).
+"""
+
+import argparse
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import zoo
+
+# Extra configurations beside each registered cell's defaults, when registered.
+VARIANTS = [
+    ("min_gru[parallel]", "min_gru", {"mode": "parallel"}),
+    ("min_lstm[parallel]", "min_lstm", {"mode": "parallel"}),
+    *[(f"mmlstm[k={k}]", "mmlstm", {"num_matrices": k}) for k in (1, 2, 4, 8)],
+    *[
+        (f"{name}[depth={depth}]", name, {"stack_depth": depth})
+        for name in ("stack_rnn", "diffstk_rnn", "diffstk_lstm")
+        for depth in (16, 64, 256)
+    ],
+]
+ID_VOCAB = 8
+
+
+def build_model(layer, batch, length, units, takes_ids):
+    if takes_ids:
+        inputs = keras.Input(batch_shape=(batch, length, 1), dtype="int32")
+    else:
+        inputs = keras.Input(batch_shape=(batch, length, units))
+    return keras.Model(inputs, layer(inputs))
+
+
+def time_training(make_layer, batch, length, units, steps, jit_compile, takes_ids):
+    keras.utils.set_random_seed(0)
+    model = build_model(make_layer(), batch, length, units, takes_ids)
+    model.compile(optimizer="adam", loss="mse", jit_compile=jit_compile)
+    rng = np.random.default_rng(0)
+    if takes_ids:
+        x = rng.integers(0, ID_VOCAB, (batch, length, 1)).astype("int32")
+    else:
+        x = rng.normal(size=(batch, length, units)).astype("float32")
+    y = np.zeros(model.output_shape, "float32")
+    model.train_on_batch(x, y)  # traces and compiles
+    start = time.perf_counter()
+    for _ in range(steps):
+        model.train_on_batch(x, y)
+    seconds = (time.perf_counter() - start) / steps
+    return batch * length / seconds
+
+
+def flops_per_step(cell, units):
+    """Multiply-adds of the weight matrices one step uses, per example."""
+    cell.build((None, units if not getattr(cell, "takes_token_ids", False) else 1))
+    if isinstance(cell, zoo.get_cell_class("tensor_rnn")):
+        return cell.units * cell.units  # one gathered matrix per example
+    return sum(
+        int(np.prod(w.shape)) for w in cell.trainable_weights if len(w.shape) >= 2
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--units", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[128, 2048])
+    parser.add_argument("--cells", nargs="+", default=None)
+    parser.add_argument("--xla-lengths", type=int, nargs="*", default=[512, 2048])
+    args = parser.parse_args()
+    tf.get_logger().setLevel("ERROR")  # one model per configuration retraces
+    units, batch = args.units, args.batch
+
+    def lstm_layer():
+        return keras.layers.LSTM(units, return_sequences=True)
+
+    print(f"units {units}, batch {batch}, {args.steps} timed steps, CPU")
+    for length in args.xla_lengths:
+        rates = [
+            time_training(lstm_layer, batch, length, units, 1, jit, False)
+            for jit in (False, True)
+        ]
+        print(
+            f"keras.layers.LSTM length {length}: {rates[0]:,.0f} tokens/s without "
+            f"XLA, {rates[1]:,.0f} with jit_compile=True"
+        )
+
+    jit = zoo.default_jit_compile()
+    lstm_rate = {
+        length: time_training(lstm_layer, batch, length, units, args.steps, jit, False)
+        for length in args.lengths
+    }
+    lstm_flops = flops_per_step(keras.layers.LSTMCell(units), units)
+    names = args.cells or zoo.available_cells()
+    configurations = [(name, name, {}) for name in names]
+    configurations += [
+        v for v in VARIANTS if v[1] in names and v[1] in zoo.available_cells()
+    ]
+    lengths = " ".join(f"{f'tok/s@{n}':>12}" for n in args.lengths)
+    print(
+        f"{'cell':<24}{lengths}{'time/LSTM':>11}{'FLOP share':>11}"
+        f"{'long/short':>11}  targets"
+    )
+    row = " ".join(f"{lstm_rate[n]:>12,.0f}" for n in args.lengths)
+    print(
+        f"{'keras.layers.LSTM':<24}{row}{1.0:>11.2f}{1.0:>11.2f}"
+        f"{lstm_rate[args.lengths[-1]] / lstm_rate[args.lengths[0]]:>11.2f}"
+    )
+    for label, name, options in configurations:
+        cell_class = zoo.get_cell_class(name)
+        takes_ids = getattr(cell_class, "takes_token_ids", False)
+        if takes_ids and "vocab_size" in cell_class.__init__.__code__.co_varnames:
+            options = {"vocab_size": ID_VOCAB, **options}
+
+        def make_layer(name=name, options=options):
+            return zoo.recurrent_layer(name, units, return_sequences=True, **options)
+
+        rates = {
+            length: time_training(
+                make_layer, batch, length, units, args.steps, jit, takes_ids
+            )
+            for length in args.lengths
+        }
+        share = flops_per_step(zoo.get_cell(name, units, **options), units) / lstm_flops
+        ratio = lstm_rate[args.lengths[-1]] / rates[args.lengths[-1]]
+        scaling = rates[args.lengths[-1]] / rates[args.lengths[0]]
+        marks = (
+            ("ok" if ratio <= 1.1 * share else "SLOW")
+            + " "
+            + ("ok" if scaling >= 0.8 else "SUPERLINEAR")
+        )
+        row = " ".join(f"{rates[n]:>12,.0f}" for n in args.lengths)
+        print(f"{label:<24}{row}{ratio:>11.2f}{share:>11.2f}{scaling:>11.2f}  {marks}")
+
+
+if __name__ == "__main__":
+    main()
