@@ -1,0 +1,189 @@
+import numpy as np
+import pytest
+
+from training.data import dyck
+
+K, M = 2, 4
+
+
+def _open_close(k):
+    opens = [dyck.open_id(i, k) for i in range(k)]
+    closes = [dyck.close_id(i, k) for i in range(k)]
+    return opens, closes
+
+
+def test_token_layout():
+    assert dyck.token_names(2) == ["<pad>", "START", "END", "(a", "(b", "a)", "b)"]
+    assert dyck.vocabulary_size(2) == 7
+    assert (dyck.PAD_ID, dyck.START_ID, dyck.END_ID) == (0, 1, 2)
+    assert _open_close(2) == ([3, 4], [5, 6])
+
+
+def test_every_string_is_valid_and_in_range():
+    strings = dyck.sample_dyck(
+        K, M, num_sequences=500, min_length=9, max_length=41, seed=0
+    )
+    assert len(strings) == 500
+    for s in strings:
+        assert s[-1] == dyck.END_ID and dyck.END_ID not in s[:-1]
+        assert dyck.is_dyck(s, K, M)
+        assert 9 <= len(s) <= 41
+
+
+def test_is_dyck_rejects_invalid():
+    assert dyck.is_dyck([3, 5, 2], 2, 1)
+    assert not dyck.is_dyck([3, 6, 2], 2)  # wrong close type
+    assert not dyck.is_dyck([3, 3, 5, 5], 2, 1)  # deeper than m
+    assert not dyck.is_dyck([3], 2)  # unclosed
+    assert not dyck.is_dyck([5, 3], 2)  # close before open
+
+
+def test_next_token_probabilities_match_specification():
+    strings = dyck.sample_dyck(
+        K, M, num_sequences=4000, min_length=5, max_length=10_000, seed=1
+    )
+    counts = {}  # (state, token kind) -> count
+    for s in strings:
+        stack = []
+        for position, token in enumerate(s.tolist()):
+            depth = len(stack)
+            short = position + 1 < 5  # END here would be shorter than the minimum
+            state = (
+                "full"
+                if depth == M
+                else (
+                    "empty_short"
+                    if depth == 0 and short
+                    else "empty"
+                    if depth == 0
+                    else "mid"
+                )
+            )
+            if token == dyck.END_ID:
+                kind = "end"
+            elif token in (3, 4):
+                kind = f"open{token - 3}"
+                stack.append(token - 3)
+            else:
+                kind = "match" if token - 5 == stack[-1] else "mismatch"
+                stack.pop()
+            counts[state, kind] = counts.get((state, kind), 0) + 1
+    expected = {
+        "empty": {"end": 0.5, "open0": 0.25, "open1": 0.25},
+        "empty_short": {"end": 0.0, "open0": 0.5, "open1": 0.5},
+        "mid": {"match": 0.5, "open0": 0.25, "open1": 0.25, "mismatch": 0.0},
+        "full": {"match": 1.0, "open0": 0.0, "open1": 0.0, "mismatch": 0.0},
+    }
+    for state, probabilities in expected.items():
+        total = sum(c for (s, _), c in counts.items() if s == state)
+        assert total > 2000, state
+        for kind, p in probabilities.items():
+            observed = counts.get((state, kind), 0) / total
+            tolerance = 4 * np.sqrt(p * (1 - p) / total) + 1e-12
+            assert abs(observed - p) <= tolerance, (state, kind, observed, p)
+
+
+def test_generator_is_seeded():
+    a = dyck.sample_dyck(K, M, num_sequences=20, seed=3)
+    b = dyck.sample_dyck(K, M, num_sequences=20, seed=3)
+    c = dyck.sample_dyck(K, M, num_sequences=20, seed=4)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(
+        len(x) == len(y) and np.array_equal(x, y) for x, y in zip(a, c, strict=True)
+    )
+
+
+def test_token_budget_counts_tokens():
+    strings = dyck.sample_dyck(K, M, num_tokens=1000, seed=0)
+    total = sum(len(s) for s in strings)
+    assert 1000 <= total < 1000 + dyck.hewitt_max_length(M)
+    assert total - len(strings[-1]) < 1000
+
+
+@pytest.mark.parametrize("m", [4, 6, 8])
+def test_report_splits_sizes_and_lengths(m):
+    splits = dyck.report_splits(m, seed=0)
+    longest = 8 * m * (m - 2) + 60
+    assert {name: len(v) for name, v in splits.items()} == {
+        "train": 10_000,
+        "dev": 4_000,
+        "test": 10_000,
+    }
+    for name in ("train", "dev"):
+        assert max(len(s) for s in splits[name]) <= longest
+    test_lengths = [len(s) for s in splits["test"]]
+    assert min(test_lengths) >= longest + 1 and max(test_lengths) <= 2 * longest
+    assert all(dyck.is_dyck(s, 2, m) for s in splits["test"][:200])
+
+
+def test_hewitt_token_splits():
+    splits = dyck.dyck_splits(2, 3, train=5000, dev=500, test=2000, seed=0)
+    for name, budget in (("train", 5000), ("dev", 500), ("test", 2000)):
+        assert sum(len(s) for s in splits[name]) >= budget
+    longest = dyck.hewitt_max_length(3)
+    assert max(len(s) for s in splits["train"] + splits["dev"]) <= longest
+    assert longest < min(len(s) for s in splits["test"])
+    assert max(len(s) for s in splits["test"]) <= 2 * longest
+
+
+def test_frame_arrays():
+    # ( [ ] ) ( ) END  with k=2: (a=3 (b=4 a)=5 b)=6
+    strings = [np.array([3, 4, 6, 5, 3, 5, 2]), np.array([2])]
+    arrays = dyck.frame(strings, 2)
+    np.testing.assert_array_equal(arrays.inputs[0], [1, 3, 4, 6, 5, 3, 5])
+    np.testing.assert_array_equal(arrays.targets[0], [3, 4, 6, 5, 3, 5, 2])
+    np.testing.assert_array_equal(arrays.inputs[1], [1, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(arrays.targets[1], [2, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(arrays.mask[1], [1, 0, 0, 0, 0, 0, 0])
+    # Stack non-empty after reading START ( ; START ( [ ; START ( [ ] ; START ( [ ] ) (
+    np.testing.assert_array_equal(arrays.close_targets[0], [0, 5, 6, 5, 0, 5, 0])
+    np.testing.assert_array_equal(arrays.distances[0], [0, 1, 1, 3, 0, 1, 0])
+    np.testing.assert_array_equal(arrays.close_labels[0], [0, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(arrays.close_weights[0], [0, 0, 1, 1, 0, 1, 0])
+    assert arrays.inputs.dtype == np.int32
+
+
+def test_closing_bracket_labels_are_the_stack_top():
+    arrays = dyck.frame(dyck.sample_dyck(3, 5, num_sequences=50, seed=2), 3)
+    closing = arrays.close_weights > 0
+    first_close = dyck.close_id(0, 3)
+    np.testing.assert_array_equal(
+        arrays.close_labels[closing], arrays.close_targets[closing] - first_close
+    )
+    np.testing.assert_array_equal(
+        arrays.close_labels[closing], arrays.targets[closing] - first_close
+    )
+
+
+def test_to_dataset_tasks():
+    arrays = dyck.frame(dyck.sample_dyck(K, M, num_sequences=10, seed=0), K)
+    x, y, w = next(iter(dyck.to_dataset(arrays, 4)))
+    np.testing.assert_array_equal(x.numpy(), arrays.inputs[:4])
+    np.testing.assert_array_equal(y.numpy(), arrays.targets[:4])
+    np.testing.assert_array_equal(w.numpy(), arrays.mask[:4])
+    _, y, w = next(iter(dyck.to_dataset(arrays, 4, task="closing_bracket")))
+    np.testing.assert_array_equal(y.numpy(), arrays.close_labels[:4])
+    np.testing.assert_array_equal(w.numpy(), arrays.close_weights[:4])
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"k": 0, "m": 4}, r"k \(number of bracket types\) must be an integer >= 1"),
+        ({"k": 2, "m": 0}, r"m \(maximum depth\) must be an integer >= 1"),
+        ({"k": 2, "m": 4, "min_length": 4, "max_length": 4}, r"length range \[4, 4\]"),
+        ({"k": 2, "m": 4, "min_length": 10, "max_length": 6}, r"holds no Dyck"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message) as info:
+        dyck.sample_dyck(num_sequences=1, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_task_and_budget():
+    arrays = dyck.frame([np.array([3, 5, 2])], 2)
+    with pytest.raises(ValueError, match="task must be"):
+        dyck.to_dataset(arrays, 2, task="tagging")
+    with pytest.raises(ValueError, match="exactly one of num_sequences and num_tokens"):
+        dyck.sample_dyck(2, 4)

@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+
+from training.data import recognition
+
+
+def test_alphabets_follow_the_dyck_layout():
+    assert recognition.alphabet("D2") == [3, 4, 5, 6]
+    assert recognition.alphabet("D6") == list(range(3, 15))
+    assert recognition.alphabet("palindrome") == [3, 4, 5]
+    assert recognition.vocabulary_size("D3") == 9
+
+
+def test_oracle_and_prefix_labels():
+    # D2: ( [ ] ) ( )   with ( = 3, [ = 4, ) = 5, ] = 6
+    np.testing.assert_array_equal(
+        recognition.prefix_labels([3, 4, 6, 5, 3, 5], "D2"), [1, 0, 0, 0, 1, 0, 1]
+    )
+    # An error stays an error: ( ] ( ) never becomes valid.
+    np.testing.assert_array_equal(
+        recognition.prefix_labels([3, 6, 3, 5], "D2"), [1, 0, 0, 0, 0]
+    )
+    # Palindrome a b c b a with a = 3, b = 4, c = 5.
+    np.testing.assert_array_equal(
+        recognition.prefix_labels([3, 4, 5, 4, 3], "palindrome"), [0, 0, 0, 0, 0, 1]
+    )
+    np.testing.assert_array_equal(
+        recognition.prefix_labels([5, 3, 5], "palindrome"), [0, 1, 0, 0]
+    )
+    assert not recognition.is_member([3, 5, 4, 3], "palindrome")
+    assert recognition.is_member([], "D3")
+
+
+@pytest.mark.parametrize("language", ["D2", "D3", "D6", "palindrome"])
+def test_split_labels_agree_with_the_oracle(language):
+    split = recognition.make_split(language, 400, 6, 40, seed=0, hard_fraction=0.25)
+    assert len(split) == 400 and split.labels.sum() == 200
+    for string, label in zip(split.strings, split.labels, strict=True):
+        assert recognition.is_member(string, language) == bool(label)
+        assert 6 <= len(string) <= 40
+    assert split.is_hard.sum() == 50
+    assert not split.is_hard[split.labels == 1].any()
+
+
+def test_hard_negatives_are_close_to_positives():
+    split = recognition.make_split("D2", 400, 10, 30, seed=1, hard_fraction=0.3)
+    positives = [s for s, y in zip(split.strings, split.labels, strict=True) if y]
+    hard = [s for s, h in zip(split.strings, split.is_hard, strict=True) if h]
+    # 1 to 3 edits change the length by at most 3 and keep the alphabet.
+    for string in hard:
+        assert min(abs(len(string) - len(p)) for p in positives) <= 3
+    hard_fraction_default = recognition.make_split("D2", 1000, 2, 30, seed=2).is_hard
+    assert 0.15 * 500 - 1 <= hard_fraction_default.sum() <= 0.30 * 500 + 1
+
+
+def test_pcfg_branching():
+    # p1 = 0, p = 1 would never stop; p = 0.4, p1 = 0 gives nested strings only.
+    strings = recognition.sample_positives("D2", 200, 2, 40, p=0.4, p1=0.0, seed=0)
+    for s in strings:
+        half = len(s) // 2
+        assert all(t in (3, 4) for t in s[:half])  # opens, then closes
+        assert all(t in (5, 6) for t in s[half:])
+
+
+def test_paper_splits_sizes_lengths_and_no_leak():
+    splits = recognition.mali_splits("D2", seed=0)
+    expected = {
+        "train": (6230, 1, 55),
+        "valid": (1000, 21, 70),
+        "test": (3000, 56, 102),
+        "long_120": (1500, 103, 120),
+        "long_160": (1500, 103, 160),
+    }
+    train = {tuple(s) for s in splits["train"].strings}
+    for name, (size, lo, hi) in expected.items():
+        split = splits[name]
+        lengths = [len(s) for s in split.strings]
+        assert len(split) == size and split.labels.sum() == size // 2
+        assert lo <= min(lengths) and max(lengths) <= hi
+        if name != "train":
+            assert not train & {tuple(s) for s in split.strings}
+    d6 = recognition.mali_splits("D6", seed=0, scale=0.1)
+    assert [len(d6[n]) for n in ("train", "valid", "test")] == [1500, 200, 400]
+
+
+def test_frame_and_dataset():
+    split = recognition.RecognitionSplit(
+        strings=[[3, 5], [3, 6, 5]],
+        labels=np.array([1, 0]),
+        is_hard=np.array([False, False]),
+        min_length=2,
+        max_length=3,
+    )
+    arrays = recognition.frame(split, "D2")
+    np.testing.assert_array_equal(arrays.inputs, [[1, 3, 5, 0], [1, 3, 6, 5]])
+    np.testing.assert_array_equal(arrays.targets, [[3, 5, 2, 0], [3, 6, 5, 2]])
+    np.testing.assert_array_equal(arrays.prefix_labels, [[1, 0, 1, 0], [1, 0, 0, 0]])
+    np.testing.assert_array_equal(arrays.mask, [[1, 1, 1, 0], [1, 1, 1, 1]])
+    np.testing.assert_array_equal(arrays.lengths, [2, 3])
+    last = arrays.prefix_labels[np.arange(2), arrays.lengths]
+    np.testing.assert_array_equal(last, arrays.labels)
+    x, y, w = next(iter(recognition.to_dataset(arrays, 2)))
+    np.testing.assert_array_equal(y["recognition"].numpy(), arrays.prefix_labels)
+    np.testing.assert_array_equal(w["next_token"].numpy(), arrays.mask)
+
+
+@pytest.mark.parametrize(
+    "language, lo, hi, message",
+    [
+        ("D2", 5, 5, r"length range \[5, 5\] holds no D2 string; expected .* even"),
+        ("palindrome", 4, 4, r"holds no palindrome string; expected .* odd"),
+        ("D2", 30, 10, r"length range \[30, 10\]"),
+        ("D0", 2, 10, r"language must be 'Dn'"),
+        ("anbn", 2, 10, r"language must be 'Dn'"),
+    ],
+)
+def test_bad_arguments(language, lo, hi, message):
+    with pytest.raises(ValueError, match=message) as info:
+        recognition.make_split(language, 10, lo, hi)
+    assert "\n" not in str(info.value)
+
+
+def test_unreachable_range_raises():
+    with pytest.raises(
+        ValueError, match=r"expected a length range the grammar reaches"
+    ):
+        recognition.sample_positives("D2", 5, 100, 102, p=0.1, p1=0.0, seed=0)

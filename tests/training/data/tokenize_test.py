@@ -1,0 +1,113 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from training.data import tokenize
+
+TEXT = "the cat sat\n\nthe dog  sat down\n"
+
+
+def test_word_tokens_with_eos_per_line():
+    tokens = tokenize.tokenize(TEXT, "word", add_eos=True).numpy().tolist()
+    assert tokens == [
+        b"the",
+        b"cat",
+        b"sat",
+        b"<eos>",
+        b"<eos>",
+        b"the",
+        b"dog",
+        b"sat",
+        b"down",
+        b"<eos>",
+    ]
+
+
+def test_char_tokens():
+    with_eos = tokenize.tokenize("ab\nc\n", "char", add_eos=True).numpy().tolist()
+    assert with_eos == [b"a", b"b", b"<eos>", b"c", b"<eos>"]
+    plain = tokenize.tokenize("h\u00e9\n", "char").numpy().tolist()
+    assert plain == [b"h", "\u00e9".encode(), b"\n"]
+
+
+def test_vocabulary_order_and_encoding():
+    vocab = tokenize.Vocabulary.build(TEXT, "word", add_eos=True)
+    assert vocab.tokens == ["<unk>", "<eos>", "sat", "the", "cat", "dog", "down"]
+    assert vocab.encode("the cat\n").ids.tolist() == [3, 4, 1]
+    assert vocab.decode([3, 4, 1]) == "the cat <eos>"
+
+
+def test_oov_maps_to_unk_and_is_counted():
+    vocab = tokenize.Vocabulary.build(TEXT, "word", add_eos=True)
+    encoded = vocab.encode("the bird sat on it\n", on_oov="unk")
+    assert encoded.ids.tolist() == [3, 0, 2, 0, 0, 1]
+    assert encoded.num_oov == 3
+
+
+def test_vocabulary_from_training_split_only_and_json_roundtrip():
+    vocab = tokenize.Vocabulary.build("a b\n", "word", add_eos=True, max_size=3)
+    assert vocab.tokens == ["<unk>", "<eos>", "a"]
+    restored = tokenize.Vocabulary.from_json(vocab.to_json())
+    assert restored == vocab and restored.level == "word" and restored.add_eos
+    char_vocab = tokenize.Vocabulary.build("ab\nb\n", "char")
+    restored = tokenize.Vocabulary.from_json(char_vocab.to_json())
+    assert (
+        restored.encode("b\na").ids.tolist() == char_vocab.encode("b\na").ids.tolist()
+    )
+    assert "\n" in restored.tokens
+
+
+def test_min_count():
+    vocab = tokenize.Vocabulary.build("a a b\n", "word", min_count=2)
+    assert vocab.tokens == ["<unk>", "a"]
+
+
+def test_bytes():
+    vocab = tokenize.Vocabulary.build(b"\xff\x00a", "byte")
+    assert len(vocab) == 256
+    assert vocab.encode("h\u00e9").ids.tolist() == [104, 195, 169]
+    assert vocab.decode([104, 195, 169]) == "h\u00e9".encode()
+
+
+@pytest.mark.parametrize(
+    "level, text", [("word", TEXT), ("char", "ab\nc"), ("byte", "x\u00e9")]
+)
+def test_tokenizer_module_matches_encode(level, text):
+    vocab = tokenize.Vocabulary.build(TEXT + "ab\nc", level, add_eos=level == "word")
+    tokenizer = tokenize.Tokenizer(vocab)
+    np.testing.assert_array_equal(
+        tokenizer(tf.constant(text)).numpy(), vocab.encode(text, on_oov="unk").ids
+    )
+
+
+def test_tokenizer_survives_saved_model(tmp_path):
+    vocab = tokenize.Vocabulary.build(TEXT, "word", add_eos=True)
+    module = tokenize.Tokenizer(vocab)
+    tf.saved_model.save(module, str(tmp_path / "tok"))
+    loaded = tf.saved_model.load(str(tmp_path / "tok"))
+    np.testing.assert_array_equal(
+        loaded(tf.constant("the fish sat\n")).numpy(), [3, 0, 2, 1]
+    )
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda v: v.encode("the bird\n", split="valid"),
+            r"valid: 1 tokens are not in the 7-token vocabulary \(first: 'bird'\)",
+        ),
+        (lambda v: v.encode("the\n", on_oov="drop"), "on_oov must be 'error' or 'unk'"),
+        (lambda v: tokenize.Vocabulary.build("a", "subword"), "level must be one of"),
+        (lambda v: tokenize.Vocabulary(["a", "a"], unk_token=None), "must be unique"),
+        (
+            lambda v: tokenize.Vocabulary(["a"]),
+            "unk_token '<unk>' is not in the tokens",
+        ),
+    ],
+)
+def test_bad_inputs(call, message):
+    vocab = tokenize.Vocabulary.build(TEXT, "word", add_eos=True)
+    with pytest.raises(ValueError, match=message) as info:
+        call(vocab)
+    assert "\n" not in str(info.value)

@@ -1,0 +1,150 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+
+from training import metrics
+from training.data import dyck
+
+
+def _hand_built():
+    # k = 2: ( = 3, [ = 4, ) = 5, ] = 6.  Strings "( [ ] )" and "( )".
+    arrays = dyck.frame([np.array([3, 4, 6, 5, 2]), np.array([3, 5, 2])], 2)
+    probs = np.full(arrays.targets.shape + (7,), 0.0)
+    probs[..., 2] = 1.0  # END everywhere, then overwrite the evaluated positions
+    # string 0: position 1 (distance 1, correct ")"): 0.3 / (0.3 + 0.1) = 0.75 -> wrong
+    probs[0, 1] = [0, 0, 0, 0.3, 0.3, 0.3, 0.1]
+    # position 2 (distance 1, correct "]"): 0.45 / 0.5 = 0.9 -> right
+    probs[0, 2] = [0, 0, 0, 0.25, 0.25, 0.05, 0.45]
+    # position 3 (distance 3, correct ")"): 0.4 / (0.4 + 0.1) = 0.8 -> right (>=)
+    probs[0, 3] = [0, 0, 0, 0.25, 0.25, 0.4, 0.1]
+    # string 1: position 1 (distance 1, correct ")"): 0.2 / 0.3 -> wrong
+    probs[1, 1] = [0, 0, 0.1, 0.3, 0.3, 0.2, 0.1]
+    return arrays, probs
+
+
+def test_wcpa_ldpa_hand_computed():
+    arrays, probs = _hand_built()
+    result = metrics.closing_bracket_accuracy(
+        probs, arrays.close_targets, arrays.distances, k=2
+    )
+    assert result.counts == {1: 3, 3: 1}
+    assert result.ldpa == pytest.approx({1: 1 / 3, 3: 1.0})
+    assert result.wcpa == pytest.approx(1 / 3)
+    assert result.mean_ldpa == pytest.approx(2 / 3)
+    assert result.pooled == pytest.approx(2 / 4)
+    stricter = metrics.closing_bracket_accuracy(
+        probs, arrays.close_targets, arrays.distances, k=2, threshold=0.85
+    )
+    assert stricter.ldpa == pytest.approx({1: 1 / 3, 3: 0.0})
+
+
+def test_keras_metric_matches_function():
+    arrays, probs = _hand_built()
+    metric = metrics.WorstCaseClosingAccuracy(k=2)
+    metric.update_state(arrays.targets[:1], probs[:1].astype("float32"))
+    metric.update_state(arrays.targets[1:], probs[1:].astype("float32"))
+    assert float(metric.result()) == pytest.approx(1 / 3)
+    assert metric.ldpa() == pytest.approx({1: 1 / 3, 3: 1.0})
+    metric.reset_state()
+    assert float(metric.result()) == 0.0
+    logits = np.log(np.clip(probs, 1e-9, None)).astype("float32")
+    from_logits = metrics.WorstCaseClosingAccuracy(k=2, from_logits=True)
+    from_logits.update_state(arrays.targets, logits)
+    assert float(from_logits.result()) == pytest.approx(1 / 3)
+
+
+def test_metric_and_callback_in_fit():
+    keras.utils.set_random_seed(0)
+    arrays = dyck.frame(dyck.sample_dyck(2, 3, num_sequences=16, seed=0), 2)
+    model = keras.Sequential(
+        [keras.layers.Embedding(7, 4), keras.layers.Dense(7, activation="softmax")]
+    )
+    model.compile(
+        "adam",
+        "sparse_categorical_crossentropy",
+        metrics=[metrics.WorstCaseClosingAccuracy(k=2)],
+    )
+    callback = metrics.DyckEvaluation(arrays, k=2)
+    history = model.fit(
+        arrays.inputs,
+        arrays.targets,
+        sample_weight=arrays.mask,
+        batch_size=16,
+        epochs=1,
+        verbose=0,
+        callbacks=[callback],
+    )
+    probs = model.predict(arrays.inputs, verbose=0)
+    expected = metrics.closing_bracket_accuracy(
+        probs, arrays.close_targets, arrays.distances, k=2
+    )
+    assert history.history["val_wcpa"][0] == pytest.approx(expected.wcpa)
+    assert history.history["val_pooled_accuracy"][0] == pytest.approx(expected.pooled)
+    evaluated = model.evaluate(
+        arrays.inputs, arrays.targets, batch_size=16, verbose=0, return_dict=True
+    )
+    assert evaluated["wcpa"] == pytest.approx(expected.wcpa, abs=1e-6)
+
+
+def test_recognition_accuracy_overall_and_per_bin():
+    scores = np.array([0.9, 0.2, 0.6, 0.4, 0.7])
+    labels = np.array([1, 0, 0, 1, 1])
+    lengths = np.array([10, 30, 60, 80, 100])
+    result = metrics.recognition_accuracy(
+        scores, labels, lengths, bin_edges=[0, 55, 102]
+    )
+    assert result.overall == pytest.approx(3 / 5)
+    assert result.per_bin[(0, 55)] == (1.0, 2)
+    assert result.per_bin[(55, 102)][0] == pytest.approx(1 / 3)
+    per_step = np.zeros((5, 101))
+    per_step[np.arange(5), lengths] = scores
+    assert metrics.recognition_accuracy(per_step, labels, lengths).overall == 0.6
+
+
+def test_cross_entropy_perplexity_bpc():
+    probs = np.array([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1], [1 / 3, 1 / 3, 1 / 3]])
+    targets = np.array([0, 1, 2])
+    ce = metrics.cross_entropy(probs, targets, mask=np.array([1, 1, 0]))
+    assert ce == pytest.approx(-(math.log(0.5) + math.log(0.8)) / 2)
+    logits = np.log(probs) + 3.0
+    assert metrics.cross_entropy(logits, targets, from_logits=True) == pytest.approx(
+        metrics.cross_entropy(probs, targets)
+    )
+    assert metrics.perplexity(math.log(10)) == pytest.approx(10)
+    assert metrics.bits_per_character(math.log(2) * 1.5) == pytest.approx(1.5)
+
+
+def test_bpc_to_word_perplexity_krause_eq_23():
+    # Krause et al.: 1.2649 bits/byte on WikiText-2 test = perplexity 88.8.
+    ppl = metrics.bits_per_character_to_word_perplexity(1.2649, 1_256_449, 245_569)
+    assert round(ppl, 1) == 88.8
+    assert metrics.bits_per_character_to_word_perplexity(1.0, 10, 5) == 4.0
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: metrics.bits_per_character_to_word_perplexity(1.0, 0, 5),
+            "num_symbols and num_words must be > 0",
+        ),
+        (
+            lambda: metrics.cross_entropy(np.ones((2, 3)) / 3, [0, 1], mask=[0, 0]),
+            "at least one unmasked token",
+        ),
+        (lambda: metrics.recognition_accuracy(np.ones((2, 3)), [1, 0]), "need lengths"),
+        (
+            lambda: metrics.closing_bracket_accuracy(
+                np.ones((1, 1, 7)), np.zeros((1, 1)), np.zeros((1, 1)), k=2
+            ),
+            "no evaluated positions",
+        ),
+        (lambda: metrics.WorstCaseClosingAccuracy(k=0), "k must be >= 1"),
+    ],
+)
+def test_bad_inputs(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)

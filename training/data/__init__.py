@@ -1,0 +1,9 @@
+"""Data layer: every training run reads its data from here as tf.data pipelines.
+
+Modules:
+    dyck: m-bounded Dyck-k generator, framing, splits (Hewitt et al., 2020).
+    recognition: Dyck-n and palindrome recognition sets (Mali et al., 2020).
+    corpora: text corpus loaders (PTB, WikiText, text8, enwik8, Tiny Shakespeare).
+    tokenize: vocabularies and tensorflow-text tokenization.
+    batching: truncated-BPTT batches and shuffled windows.
+"""

@@ -1,0 +1,425 @@
+"""m-bounded Dyck-k languages (Hewitt et al., 2020): generator, framing and splits.
+
+Dyck-(k, m) is the language of balanced strings over k bracket types whose
+nesting depth never exceeds m. Strings are sampled from Hewitt's probabilistic
+automaton: with an empty stack END has probability 1/2 and each open bracket
+1/(2k); with 0 < depth < m the matching close has probability 1/2 and each open
+bracket 1/(2k); at depth m the matching close is forced. An END drawn before the
+minimum length is redrawn; a string that grows over the maximum length is
+rejected whole and sampling starts again.
+
+Token-id layout (shared with `training.data.recognition`)::
+
+    0             PAD_ID    padding (masked everywhere)
+    1             START_ID  prepended to every string
+    2             END_ID    ends every string (predicted by the model)
+    3 .. 2+k      open brackets of types 0 .. k-1
+    3+k .. 2+2k   close brackets of types 0 .. k-1
+
+A string is stored as an int32 array of bracket ids followed by END (START is
+added by `frame`). Its *length* is the number of tokens including END, as in
+Hewitt's data files; token budgets count the same tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+PAD_ID = 0
+START_ID = 1
+END_ID = 2
+FIRST_BRACKET_ID = 3
+
+
+def _check_k_m(k, m=None):
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(
+            f"k (number of bracket types) must be an integer >= 1, got {k!r}"
+        )
+    if m is not None and (not isinstance(m, (int, np.integer)) or m < 1):
+        raise ValueError(f"m (maximum depth) must be an integer >= 1, got {m!r}")
+
+
+def open_id(bracket_type, k):
+    """Token id of the open bracket of type `bracket_type` (0 .. k-1)."""
+    return FIRST_BRACKET_ID + bracket_type
+
+
+def close_id(bracket_type, k):
+    """Token id of the close bracket of type `bracket_type` (0 .. k-1)."""
+    return FIRST_BRACKET_ID + k + bracket_type
+
+
+def vocabulary_size(k):
+    """Number of token ids for Dyck-k, padding included: 3 + 2k."""
+    _check_k_m(k)
+    return FIRST_BRACKET_ID + 2 * k
+
+
+def token_names(k):
+    """Names of the ids 0 .. 2+2k, in Hewitt's spelling (`(a`, `a)`, ...)."""
+    _check_k_m(k)
+    letters = [chr(ord("a") + i) if i < 26 else f"t{i}" for i in range(k)]
+    return (
+        ["<pad>", "START", "END"]
+        + [f"({name}" for name in letters]
+        + [f"{name})" for name in letters]
+    )
+
+
+def hewitt_max_length(m):
+    """Longest train/dev string in Hewitt et al.'s splits: 8m(m-2) + 60 tokens."""
+    _check_k_m(1, m)
+    return 8 * m * (m - 2) + 60
+
+
+def is_dyck(tokens, k, m=None):
+    """Exact recogniser: True if `tokens` (bracket ids, optional END) is in Dyck-(k, m).
+
+    With `m=None` the depth is unbounded (plain Dyck-k).
+    """
+    _check_k_m(k, m)
+    tokens = list(np.asarray(tokens).tolist())
+    if tokens and tokens[-1] == END_ID:
+        tokens = tokens[:-1]
+    stack = []
+    for token in tokens:
+        kind = token - FIRST_BRACKET_ID
+        if 0 <= kind < k:
+            stack.append(kind)
+            if m is not None and len(stack) > m:
+                return False
+        elif k <= kind < 2 * k:
+            if not stack or stack.pop() != kind - k:
+                return False
+        else:
+            return False
+    return not stack
+
+
+class _Uniforms:
+    """Buffered uniform draws from a numpy Generator (one Python float per call)."""
+
+    def __init__(self, rng, block=1 << 16):
+        self.rng = rng
+        self.block = block
+        self.values = []
+        self.index = 0
+
+    def next(self):
+        if self.index >= len(self.values):
+            self.values = self.rng.random(self.block).tolist()
+            self.index = 0
+        value = self.values[self.index]
+        self.index += 1
+        return value
+
+
+def _sample_string(uniforms, k, m, min_length, max_length):
+    """One string (list of ids ending with END) or None when it grew too long."""
+    first_close = FIRST_BRACKET_ID + k
+    two_k = 2 * k
+    tokens = []
+    stack = []
+    # A string of n brackets has length n + 1 (END); it is over the maximum as
+    # soon as n >= max_length.
+    while len(tokens) < max_length:
+        depth = len(stack)
+        if depth == m:
+            tokens.append(first_close + stack.pop())
+            continue
+        u = uniforms.next()
+        if u < 0.5:
+            if depth == 0:
+                if len(tokens) + 1 >= min_length:
+                    tokens.append(END_ID)
+                    return tokens
+                continue  # END before the minimum length: redraw
+            tokens.append(first_close + stack.pop())
+        else:
+            kind = min(int((u - 0.5) * two_k), k - 1)
+            stack.append(kind)
+            tokens.append(FIRST_BRACKET_ID + kind)
+    return None
+
+
+def sample_dyck(
+    k,
+    m,
+    *,
+    num_sequences=None,
+    num_tokens=None,
+    min_length=1,
+    max_length=None,
+    seed=0,
+):
+    """Samples Dyck-(k, m) strings from Hewitt et al.'s automaton.
+
+    Args:
+        k: number of bracket types, >= 1.
+        m: maximum nesting depth, >= 1.
+        num_sequences: number of strings to return. Exactly one of
+            `num_sequences` and `num_tokens` is given.
+        num_tokens: sample until the strings hold at least this many tokens
+            (END included), as Hewitt's `sample_count`.
+        min_length: shortest length in tokens (END included); an earlier END
+            is redrawn. Defaults to 1 (the empty string, just END).
+        max_length: longest length in tokens; longer strings are rejected
+            whole. Defaults to `hewitt_max_length(m)`.
+        seed: seed of `numpy.random.default_rng`, or a `numpy.random.Generator`.
+
+    Returns:
+        A list of int32 arrays, each the bracket ids of one string then END.
+
+    Example:
+    >>> strings = sample_dyck(2, 4, num_sequences=3, seed=0)
+    >>> [int(s[-1]) for s in strings]
+    [2, 2, 2]
+    """
+    _check_k_m(k, m)
+    if max_length is None:
+        max_length = hewitt_max_length(m)
+    if (num_sequences is None) == (num_tokens is None):
+        raise ValueError(
+            "sample_dyck needs exactly one of num_sequences and num_tokens, got "
+            f"num_sequences={num_sequences!r}, num_tokens={num_tokens!r}"
+        )
+    budget = num_sequences if num_sequences is not None else num_tokens
+    if budget < 0:
+        raise ValueError(f"the number of sequences/tokens must be >= 0, got {budget}")
+    # Lengths are odd+1: n brackets (n even) plus END, so a valid length is odd.
+    lo = max(min_length, 1)
+    first_odd = lo if lo % 2 == 1 else lo + 1
+    if max_length < first_odd:
+        raise ValueError(
+            f"length range [{min_length}, {max_length}] holds no Dyck-({k}, {m}) "
+            "string; expected a range containing an odd length (even number of "
+            "brackets plus END)"
+        )
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    uniforms = _Uniforms(rng)
+    strings = []
+    total = 0
+    attempts = 0
+    while (len(strings) if num_sequences is not None else total) < budget:
+        tokens = _sample_string(uniforms, k, m, min_length, max_length)
+        attempts += 1
+        if tokens is None:
+            if attempts > 1000 and len(strings) < attempts // 1000:
+                raise ValueError(
+                    f"length range [{min_length}, {max_length}] for Dyck-({k}, {m}): "
+                    f"fewer than 1 in 1000 of {attempts} samples fit; expected a "
+                    "range the automaton reaches"
+                )
+            continue
+        strings.append(np.asarray(tokens, dtype=np.int32))
+        total += len(tokens)
+    return strings
+
+
+SPLIT_NAMES = ("train", "dev", "test")
+
+
+def dyck_splits(
+    k,
+    m,
+    *,
+    train=2_000_000,
+    dev=20_000,
+    test=100_000,
+    unit="tokens",
+    train_min_length=1,
+    seed=0,
+):
+    """Hewitt et al.'s train/dev/test splits of Dyck-(k, m).
+
+    Train and dev lengths run from `train_min_length` to `8m(m-2)+60`; test
+    lengths from `8m(m-2)+61` to twice `8m(m-2)+60` (length generalisation at
+    the same m). Each split has its own random stream derived from `seed`.
+
+    Args:
+        k, m: the language.
+        train, dev, test: split sizes, counted in `unit`.
+        unit: `"tokens"` (Hewitt's token budgets) or `"sequences"`.
+        train_min_length: shortest train/dev length in tokens (END included).
+        seed: integer seed.
+
+    Returns:
+        A dict `{"train": [...], "dev": [...], "test": [...]}` of string lists as
+        returned by `sample_dyck`.
+    """
+    _check_k_m(k, m)
+    if unit not in ("tokens", "sequences"):
+        raise ValueError(f"unit must be 'tokens' or 'sequences', got {unit!r}")
+    longest = hewitt_max_length(m)
+    ranges = {
+        "train": (train_min_length, longest),
+        "dev": (train_min_length, longest),
+        "test": (longest + 1, 2 * longest),
+    }
+    sizes = {"train": train, "dev": dev, "test": test}
+    streams = np.random.SeedSequence(seed).spawn(len(SPLIT_NAMES))
+    splits = {}
+    for name, stream in zip(SPLIT_NAMES, streams, strict=True):
+        size_key = "num_tokens" if unit == "tokens" else "num_sequences"
+        splits[name] = sample_dyck(
+            k,
+            m,
+            min_length=ranges[name][0],
+            max_length=ranges[name][1],
+            seed=np.random.default_rng(stream),
+            **{size_key: sizes[name]},
+        )
+    return splits
+
+
+def report_splits(m, k=2, seed=0):
+    """The reports' setup: Dyck-(2, m), m in {4, 6, 8}, 10k/4k/10k sequences.
+
+    The second-order-LSTM report uses Hewitt's data with 10,000 train, 4,000
+    dev and 10,000 test strings; the multi-matrix report's 24,000 sequences per m
+    are the same three splits together. Lengths follow `dyck_splits`.
+    """
+    return dyck_splits(
+        k, m, train=10_000, dev=4_000, test=10_000, unit="sequences", seed=seed
+    )
+
+
+@dataclasses.dataclass
+class DyckArrays:
+    """Padded int32 arrays for a list of Dyck strings, shape `(num_strings, T)`.
+
+    Position t reads `inputs[:, t]` and predicts `targets[:, t]`.
+
+    Attributes:
+        inputs: START then the brackets; PAD_ID after the end.
+        targets: the brackets then END (the next token at every position).
+        mask: float32, 1 where `targets` is a real token, 0 on padding.
+        close_targets: where the stack after reading `inputs[:, :t+1]` is
+            non-empty, the id of the close bracket matching its top; else 0.
+        distances: at those positions, (t + 1) minus the position of the open
+            bracket on top in the framed sequence (START at 0): the closing
+            distance when the next token is that close; else 0.
+        close_labels: the Dyck-RNN task: where `targets[:, t]` is a close
+            bracket, its type 0 .. k-1; else 0.
+        close_weights: float32, 1 exactly where `close_labels` is defined.
+    """
+
+    inputs: np.ndarray
+    targets: np.ndarray
+    mask: np.ndarray
+    close_targets: np.ndarray
+    distances: np.ndarray
+    close_labels: np.ndarray
+    close_weights: np.ndarray
+
+
+def annotate_targets(targets, k):
+    """Stack annotations computed from the next-token targets alone.
+
+    Args:
+        targets: int array `(N, T)` of next-token ids (brackets, END, PAD).
+        k: number of bracket types.
+
+    Returns:
+        `(close_targets, distances)`, int32 arrays `(N, T)` as in `DyckArrays`.
+    """
+    _check_k_m(k)
+    targets = np.asarray(targets)
+    close_targets = np.zeros(targets.shape, dtype=np.int32)
+    distances = np.zeros(targets.shape, dtype=np.int32)
+    first_close = FIRST_BRACKET_ID + k
+    for row, sequence in enumerate(targets.tolist()):
+        stack = []  # (type, position in the framed sequence)
+        # Before predicting targets[t] the model has read START and targets[:t];
+        # targets[t] is at framed position t + 1.
+        for t, token in enumerate(sequence):
+            if stack:
+                kind, position = stack[-1]
+                close_targets[row, t] = first_close + kind
+                distances[row, t] = t + 1 - position
+            if token == PAD_ID or token == END_ID:
+                break
+            kind = token - FIRST_BRACKET_ID
+            if 0 <= kind < k:
+                stack.append((kind, t + 1))
+            elif k <= kind < 2 * k and stack:
+                stack.pop()
+    return close_targets, distances
+
+
+def frame(strings, k, length=None):
+    """Frames strings for next-token prediction: see `DyckArrays`.
+
+    Args:
+        strings: iterable of int arrays (bracket ids then END), e.g. from
+            `sample_dyck`.
+        k: number of bracket types.
+        length: padded length T; defaults to the longest string.
+    """
+    _check_k_m(k)
+    strings = [np.asarray(s, dtype=np.int32) for s in strings]
+    if not strings:
+        raise ValueError("frame needs at least one string, got an empty list")
+    longest = max(len(s) for s in strings)
+    if length is None:
+        length = longest
+    if length < longest:
+        raise ValueError(
+            f"length={length} is shorter than the longest string ({longest} tokens)"
+        )
+    inputs = np.zeros((len(strings), length), dtype=np.int32)
+    targets = np.zeros((len(strings), length), dtype=np.int32)
+    for row, tokens in enumerate(strings):
+        if tokens[-1] != END_ID:
+            raise ValueError(
+                f"string {row} does not end with END_ID={END_ID}; expected "
+                "bracket ids followed by END"
+            )
+        inputs[row, 0] = START_ID
+        inputs[row, 1 : len(tokens)] = tokens[:-1]
+        targets[row, : len(tokens)] = tokens
+    close_targets, distances = annotate_targets(targets, k)
+    first_close = FIRST_BRACKET_ID + k
+    is_close = (targets >= first_close) & (targets < first_close + k)
+    return DyckArrays(
+        inputs=inputs,
+        targets=targets,
+        mask=(targets != PAD_ID).astype(np.float32),
+        close_targets=close_targets,
+        distances=distances,
+        close_labels=np.where(is_close, targets - first_close, 0).astype(np.int32),
+        close_weights=is_close.astype(np.float32),
+    )
+
+
+def to_dataset(arrays, batch_size, *, task="language_model", shuffle=False, seed=0):
+    """A `tf.data.Dataset` of `(inputs, targets, sample_weight)` batches.
+
+    Args:
+        arrays: a `DyckArrays`.
+        batch_size: strings per batch.
+        task: `"language_model"` (targets = next tokens, weights = mask) or
+            `"closing_bracket"` (the Dyck-RNN task: targets = `close_labels`,
+            weights = `close_weights`).
+        shuffle: shuffle strings (reshuffled each epoch, seeded).
+        seed: shuffle seed.
+    """
+    import tensorflow as tf
+
+    if task == "language_model":
+        labels, weights = arrays.targets, arrays.mask
+    elif task == "closing_bracket":
+        labels, weights = arrays.close_labels, arrays.close_weights
+    else:
+        raise ValueError(
+            f"task must be 'language_model' or 'closing_bracket', got {task!r}"
+        )
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    dataset = tf.data.Dataset.from_tensor_slices((arrays.inputs, labels, weights))
+    if shuffle:
+        dataset = dataset.shuffle(len(arrays.inputs), seed=seed)
+    return dataset.batch(batch_size)

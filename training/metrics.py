@@ -1,0 +1,376 @@
+"""Evaluation metrics: Dyck closing-bracket accuracy, recognition, cross-entropy.
+
+- `closing_bracket_accuracy`: Hewitt et al.'s bracket prediction accuracy on
+  m-bounded Dyck-k. At every position where the stack is non-empty, the
+  prediction is correct when p(correct close) / p(any close) >= 0.8. LDPA is
+  that accuracy per closing distance, WCPA the minimum LDPA over distances.
+  The Keras metric `WorstCaseClosingAccuracy` and the callback `DyckEvaluation`
+  call the same counting function (`closing_bracket_counts`).
+- `recognition_accuracy`: string classification accuracy, overall and per
+  length bin (Mali et al., 2020).
+- `cross_entropy`, `perplexity`, `bits_per_character` and
+  `bits_per_character_to_word_perplexity` (Krause et al., 2016, eq. 23).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import keras
+import numpy as np
+from keras import ops
+
+from training.data.dyck import FIRST_BRACKET_ID, annotate_targets
+
+
+def closing_bracket_counts(
+    probabilities, close_targets, distances, *, k, threshold=0.8, num_distances
+):
+    """Correct and evaluated counts per distance (the one implementation).
+
+    Args:
+        probabilities: `(N, T, V)` next-token probabilities in the Dyck
+            token layout (`training.data.dyck`).
+        close_targets: `(N, T)` id of the correct close bracket, 0 where the
+            stack is empty (not evaluated).
+        distances: `(N, T)` closing distances; values >= `num_distances` are
+            counted in the last bin.
+        k: number of bracket types.
+        threshold: the share of close-bracket probability the correct close
+            needs.
+        num_distances: number of distance bins (distance 0 is never used).
+
+    Returns:
+        `(correct, total)`, two float tensors of shape `(num_distances,)`.
+    """
+    first_close = FIRST_BRACKET_ID + k
+    close_probs = probabilities[..., first_close : first_close + k]  # (N, T, k)
+    close_mass = ops.sum(close_probs, axis=-1)  # (N, T)
+    evaluated = ops.greater(close_targets, 0)  # (N, T)
+    index = ops.clip(ops.cast(close_targets, "int32") - first_close, 0, k - 1)
+    correct_prob = ops.take_along_axis(close_probs, index[..., None], axis=-1)
+    correct_prob = correct_prob[..., 0]  # (N, T)
+    correct = ops.logical_and(
+        evaluated,
+        ops.logical_and(
+            ops.greater(close_mass, 0),
+            ops.greater_equal(correct_prob, threshold * close_mass),
+        ),
+    )
+    bins = ops.reshape(
+        ops.clip(ops.cast(distances, "int32"), 0, num_distances - 1), (-1,)
+    )
+    dtype = close_probs.dtype if hasattr(close_probs, "dtype") else "float32"
+    correct_counts = ops.segment_sum(
+        ops.reshape(ops.cast(correct, dtype), (-1,)), bins, num_segments=num_distances
+    )
+    total_counts = ops.segment_sum(
+        ops.reshape(ops.cast(evaluated, dtype), (-1,)), bins, num_segments=num_distances
+    )
+    return correct_counts, total_counts
+
+
+@dataclasses.dataclass
+class ClosingAccuracy:
+    """Result of `closing_bracket_accuracy`.
+
+    Attributes:
+        ldpa: `{distance: accuracy}` for every distance that occurs.
+        wcpa: minimum of `ldpa` (worst-case long-distance accuracy).
+        mean_ldpa: mean of `ldpa` over distances.
+        pooled: accuracy over all evaluated positions together.
+        counts: `{distance: number of evaluated positions}`.
+    """
+
+    ldpa: dict
+    wcpa: float
+    mean_ldpa: float
+    pooled: float
+    counts: dict
+
+
+def summarize_closing_counts(correct, total):
+    """LDPA/WCPA/mean/pooled from per-distance `(correct, total)` counts."""
+    correct = np.asarray(correct, dtype=np.float64)
+    total = np.asarray(total, dtype=np.float64)
+    present = np.flatnonzero(total > 0)
+    if present.size == 0:
+        raise ValueError(
+            "no evaluated positions (every stack is empty); expected Dyck strings "
+            "with at least one open bracket"
+        )
+    ldpa = {int(d): float(correct[d] / total[d]) for d in present}
+    return ClosingAccuracy(
+        ldpa=ldpa,
+        wcpa=min(ldpa.values()),
+        mean_ldpa=float(np.mean(list(ldpa.values()))),
+        pooled=float(correct.sum() / total.sum()),
+        counts={int(d): int(total[d]) for d in present},
+    )
+
+
+def closing_bracket_accuracy(
+    probabilities, close_targets, distances, *, k, threshold=0.8
+):
+    """LDPA, WCPA, mean LDPA and pooled accuracy on arrays.
+
+    Args:
+        probabilities: `(N, T, V)` next-token probabilities.
+        close_targets, distances: from `training.data.dyck.DyckArrays` (or
+            `annotate_targets`).
+        k: number of bracket types.
+        threshold: 0.8 in both reports.
+
+    Returns:
+        A `ClosingAccuracy`.
+    """
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    distances = np.asarray(distances)
+    num_distances = int(distances.max(initial=0)) + 1
+    correct, total = closing_bracket_counts(
+        probabilities,
+        np.asarray(close_targets),
+        distances,
+        k=k,
+        threshold=threshold,
+        num_distances=num_distances,
+    )
+    return summarize_closing_counts(
+        keras.ops.convert_to_numpy(correct), keras.ops.convert_to_numpy(total)
+    )
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class WorstCaseClosingAccuracy(keras.metrics.Metric):
+    """WCPA as a Keras metric on a Dyck language model's next-token output.
+
+    `y_true` are the next-token targets (`DyckArrays.targets`); the stack
+    annotations are recomputed from them, so the metric fits
+    `model.compile(metrics=[...])` next to the language-model loss.
+    `result()` is the WCPA; `ldpa()` returns the per-distance accuracies.
+
+    Args:
+        k: number of bracket types.
+        threshold: share of close-bracket probability needed (0.8).
+        max_distance: distances above it are pooled into its bin.
+        from_logits: apply a softmax to `y_pred` first.
+    """
+
+    def __init__(
+        self,
+        k,
+        threshold=0.8,
+        max_distance=2048,
+        from_logits=False,
+        name="wcpa",
+        **kwargs,
+    ):
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        super().__init__(name=name, **kwargs)
+        self.k = k
+        self.threshold = threshold
+        self.max_distance = max_distance
+        self.from_logits = from_logits
+        self.correct = self.add_variable(
+            shape=(max_distance + 1,), initializer="zeros", name="correct"
+        )
+        self.total = self.add_variable(
+            shape=(max_distance + 1,), initializer="zeros", name="total"
+        )
+
+    def _annotate(self, y_true):
+        import tensorflow as tf
+
+        close_targets, distances = tf.numpy_function(
+            lambda t: annotate_targets(t, self.k),
+            [tf.cast(y_true, "int32")],
+            [tf.int32, tf.int32],
+        )
+        close_targets.set_shape(y_true.shape)
+        distances.set_shape(y_true.shape)
+        return close_targets, distances
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_pred = ops.convert_to_tensor(y_pred, "float32")
+        if self.from_logits:
+            y_pred = ops.softmax(y_pred, axis=-1)
+        close_targets, distances = self._annotate(ops.convert_to_tensor(y_true))
+        correct, total = closing_bracket_counts(
+            y_pred,
+            close_targets,
+            distances,
+            k=self.k,
+            threshold=self.threshold,
+            num_distances=self.max_distance + 1,
+        )
+        self.correct.assign_add(correct)
+        self.total.assign_add(total)
+
+    def result(self):
+        accuracy = ops.where(
+            self.total > 0, self.correct / ops.maximum(self.total, 1.0), np.inf
+        )
+        worst = ops.min(accuracy)
+        return ops.where(ops.isinf(worst), 0.0, worst)
+
+    def ldpa(self):
+        """`{distance: accuracy}` accumulated so far."""
+        return summarize_closing_counts(
+            np.array(self.correct.numpy()), np.array(self.total.numpy())
+        ).ldpa
+
+    def reset_state(self):
+        self.correct.assign(ops.zeros_like(self.correct))
+        self.total.assign(ops.zeros_like(self.total))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "k": self.k,
+                "threshold": self.threshold,
+                "max_distance": self.max_distance,
+                "from_logits": self.from_logits,
+            }
+        )
+        return config
+
+
+class DyckEvaluation(keras.callbacks.Callback):
+    """Adds WCPA, mean LDPA and pooled accuracy on held-out Dyck data to the logs.
+
+    At the end of every epoch the model predicts `arrays.inputs` and
+    `closing_bracket_accuracy` is computed; the logs gain
+    `{prefix}wcpa`, `{prefix}mean_ldpa` and `{prefix}pooled_accuracy`, and
+    `self.history` keeps every epoch's `ClosingAccuracy`.
+
+    Args:
+        arrays: a `training.data.dyck.DyckArrays`.
+        k: number of bracket types.
+        batch_size: prediction batch size.
+        from_logits: apply a softmax to the model output first.
+        prefix: log-key prefix.
+    """
+
+    def __init__(self, arrays, k, batch_size=64, from_logits=False, prefix="val_"):
+        super().__init__()
+        self.arrays = arrays
+        self.k = k
+        self.batch_size = batch_size
+        self.from_logits = from_logits
+        self.prefix = prefix
+        self.history = []
+
+    def evaluate(self):
+        """Returns the `ClosingAccuracy` of the current model."""
+        outputs = self.model.predict(
+            self.arrays.inputs, batch_size=self.batch_size, verbose=0
+        )
+        if self.from_logits:
+            outputs = keras.ops.convert_to_numpy(keras.ops.softmax(outputs, axis=-1))
+        return closing_bracket_accuracy(
+            outputs, self.arrays.close_targets, self.arrays.distances, k=self.k
+        )
+
+    def on_epoch_end(self, epoch, logs=None):
+        result = self.evaluate()
+        self.history.append(result)
+        if logs is not None:
+            logs[f"{self.prefix}wcpa"] = result.wcpa
+            logs[f"{self.prefix}mean_ldpa"] = result.mean_ldpa
+            logs[f"{self.prefix}pooled_accuracy"] = result.pooled
+
+
+@dataclasses.dataclass
+class RecognitionAccuracy:
+    """Overall accuracy and `{(low, high): (accuracy, count)}` per length bin."""
+
+    overall: float
+    per_bin: dict
+
+
+def recognition_accuracy(scores, labels, lengths=None, bin_edges=None, threshold=0.5):
+    """String recognition accuracy, overall and per length bin.
+
+    Args:
+        scores: `(N,)` per-string scores, or `(N, T)` per-step scores read at
+            position `lengths[i]` (the last step, see
+            `training.data.recognition`).
+        labels: `(N,)` 0/1 string labels.
+        lengths: `(N,)` string lengths; needed for per-step scores or bins.
+        bin_edges: increasing edges; bin i holds `edges[i] < length <=
+            edges[i + 1]` (the paper's `20 < T <= 70` style).
+        threshold: a score >= threshold means "accepted".
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(labels).astype(np.int64)
+    if scores.ndim == 2:
+        if lengths is None:
+            raise ValueError(
+                "per-step scores (N, T) need lengths to find the last step"
+            )
+        scores = scores[np.arange(len(scores)), np.asarray(lengths)]
+    if scores.shape != labels.shape or scores.ndim != 1:
+        raise ValueError(
+            f"scores {scores.shape} and labels {labels.shape} must be equal (N,) shapes"
+        )
+    correct = (scores >= threshold).astype(np.int64) == labels
+    per_bin = {}
+    if bin_edges is not None:
+        if lengths is None:
+            raise ValueError("bin_edges need lengths")
+        lengths = np.asarray(lengths)
+        for low, high in zip(bin_edges[:-1], bin_edges[1:], strict=True):
+            inside = (lengths > low) & (lengths <= high)
+            count = int(inside.sum())
+            accuracy = float(correct[inside].mean()) if count else float("nan")
+            per_bin[(low, high)] = (accuracy, count)
+    return RecognitionAccuracy(overall=float(correct.mean()), per_bin=per_bin)
+
+
+def cross_entropy(outputs, targets, mask=None, *, from_logits=False):
+    """Mean cross-entropy per token in nats.
+
+    Args:
+        outputs: `(..., V)` probabilities (or logits with `from_logits`).
+        targets: `(...)` int token ids.
+        mask: optional `(...)` weights (0 on padding).
+    """
+    outputs = np.asarray(outputs, dtype=np.float64)
+    targets = np.asarray(targets)
+    if from_logits:
+        shifted = outputs - outputs.max(axis=-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    else:
+        log_probs = np.log(np.clip(outputs, 1e-300, None))
+    token_log_probs = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+    weights = np.ones_like(token_log_probs) if mask is None else np.asarray(mask, float)
+    if weights.sum() <= 0:
+        raise ValueError("cross_entropy needs at least one unmasked token")
+    return float(-(token_log_probs * weights).sum() / weights.sum())
+
+
+def perplexity(cross_entropy_nats):
+    """exp of the per-token cross-entropy in nats."""
+    return math.exp(cross_entropy_nats)
+
+
+def bits_per_character(cross_entropy_nats):
+    """Per-character cross-entropy in nats converted to bits."""
+    return cross_entropy_nats / math.log(2)
+
+
+def bits_per_character_to_word_perplexity(bits_per_symbol, num_symbols, num_words):
+    """Word perplexity from bits per symbol (Krause et al., 2016, eq. 23).
+
+    bits/word = bits/symbol * symbols/file / words/file, and the perplexity is
+    2 ** bits/word. Byte-level mLSTM on WikiText-2 test: 1.2649 bits/byte,
+    1,256,449 bytes and 245,569 words give a perplexity of 88.8.
+    """
+    if num_symbols <= 0 or num_words <= 0:
+        raise ValueError(
+            f"num_symbols and num_words must be > 0, got {num_symbols} and {num_words}"
+        )
+    return 2.0 ** (bits_per_symbol * num_symbols / num_words)
