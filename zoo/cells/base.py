@@ -1,6 +1,7 @@
 """What every zoo cell shares: argument checks, initializers, shapes, config."""
 
 import keras
+from keras import ops
 
 
 def check_positive_int(name, value):
@@ -29,6 +30,20 @@ def check_choice(name, value, choices):
             f"`{name}` must be one of {', '.join(map(repr, choices))}; "
             f"received {value!r}."
         )
+
+
+def with_forget_bias(bias_initializer, units, forget_bias):
+    """Wraps an initializer of fused (i, f, c, o) biases to add `forget_bias` to f."""
+
+    def initializer(shape, dtype=None):
+        bias = bias_initializer(shape, dtype=dtype)
+        forget = ops.concatenate(
+            [ops.zeros((units,)), ops.full((units,), forget_bias)]
+            + [ops.zeros((shape[0] - 2 * units,))]
+        )
+        return bias + ops.cast(forget, bias.dtype)
+
+    return initializer
 
 
 class ZooCell(keras.Layer):

@@ -11,7 +11,12 @@ both cells here and by the stack-augmented cells built on them.
 import keras
 from keras import ops
 
-from zoo.cells.base import ZooCell, check_number, check_positive_int
+from zoo.cells.base import (
+    ZooCell,
+    check_number,
+    check_positive_int,
+    with_forget_bias,
+)
 from zoo.registry import register_cell
 
 
@@ -192,17 +197,12 @@ class MultiplicativeLSTMCell(ZooCell):
             )
         self.bias = None
         if self.use_bias:
-
-            def bias_initializer(shape, dtype=None):
-                bias = self.bias_initializer(shape, dtype=dtype)
-                forget = ops.concatenate(
-                    [ops.zeros((units,)), ops.full((units,), self.forget_bias)]
-                    + [ops.zeros((2 * units,))]
-                )
-                return bias + ops.cast(forget, bias.dtype)
-
             self.bias = self.add_weight(
-                shape=(4 * units,), initializer=bias_initializer, name="bias"
+                shape=(4 * units,),
+                initializer=with_forget_bias(
+                    self.bias_initializer, units, self.forget_bias
+                ),
+                name="bias",
             )
 
     def call(self, inputs, states, training=False):
