@@ -4,9 +4,13 @@ from zoo import cells
 from zoo.cells import *  # noqa: F403
 from zoo.models import (
     default_jit_compile,
+    hybrid_recognition_loss,
     language_model,
+    recognition_targets,
+    recognizer,
     recurrent_layer,
     reset_states,
+    trace_recognizer,
 )
 from zoo.registry import available_cells, get_cell, get_cell_class
 
@@ -15,8 +19,12 @@ __all__ = [
     "default_jit_compile",
     "get_cell",
     "get_cell_class",
+    "hybrid_recognition_loss",
     "language_model",
+    "recognition_targets",
+    "recognizer",
     "recurrent_layer",
     "reset_states",
+    "trace_recognizer",
     *cells.__all__,
 ]

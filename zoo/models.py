@@ -1,9 +1,21 @@
-"""Model builders: a zoo cell inside a complete Keras model."""
+"""Model builders: a zoo cell inside a complete Keras model.
+
+`language_model` maps token ids to next-token logits. `recognizer` is the
+recognizer of formal languages trained with Mali et al.'s hybrid loss: Mali et
+al. (2020, section 3) train it to predict at every step both the next symbol
+(cross-entropy) and the string's label (`0.5 (y_hat_t - y)^2`);
+`hybrid_recognition_loss` gives the matching `model.compile` arguments, so
+`model.fit` trains on the hybrid loss with Keras's built-in losses (no custom
+object is needed to load a saved recognizer). `trace_recognizer` returns the
+stack actions of a recognizer built on a stack cell.
+"""
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from zoo.cells.base import check_number, check_positive_int
+from zoo.cells.stack import trace_stack
 from zoo.registry import get_cell_class
 
 
@@ -62,6 +74,7 @@ def language_model(
     tie_embeddings=False,
     stateful=False,
     batch_size=None,
+    output_dropout=None,
     **cell_options,
 ):
     """Builds a language model from token ids to next-token logits.
@@ -70,7 +83,8 @@ def language_model(
     `(batch, time, vocab_size)`: an embedding, `num_layers` recurrent layers
     of the registered `cell` (each layer's hidden state is the next layer's
     input), and a linear decoder. Dropout is variational: one mask per
-    sequence on the embedding, between layers and before the decoder. A cell
+    sequence on the embedding, between layers and (`output_dropout`) before
+    the decoder. A cell
     that takes token ids (`tensor_rnn`) reads the ids directly, in one layer
     and without an embedding.
 
@@ -80,13 +94,16 @@ def language_model(
         units: Positive integer, the hidden size of every layer.
         embedding_dim: Size of the embedding. Default: `units`.
         num_layers: Number of stacked recurrent layers. Default: 1.
-        dropout: Variational dropout rate in [0, 1). Default: 0.
+        dropout: Variational dropout rate in [0, 1) on the embedding and
+            between layers. Default: 0.
         tie_embeddings: Whether the decoder is the transposed embedding
             (Press & Wolf 2017); a linear projection to `embedding_dim` is
             added when it differs from `units`. Default: `False`.
         stateful: Whether the recurrent state carries over between batches
             (truncated BPTT); needs `batch_size`. Default: `False`.
         batch_size: Fixed batch size, required when `stateful`.
+        output_dropout: Variational dropout rate on the last hidden state,
+            before the decoder. Default: `dropout`.
         **cell_options: Passed to the cell's constructor.
 
     Example:
@@ -101,9 +118,11 @@ def language_model(
     check_positive_int("num_layers", num_layers)
     if embedding_dim is not None:
         check_positive_int("embedding_dim", embedding_dim)
-    check_number("dropout", dropout, 0.0, 1.0)
-    if dropout >= 1.0:
-        raise ValueError(f"`dropout` must be in [0, 1); received {dropout!r}.")
+    output_dropout = dropout if output_dropout is None else output_dropout
+    for name, rate in (("dropout", dropout), ("output_dropout", output_dropout)):
+        check_number(name, rate, 0.0, 1.0)
+        if rate >= 1.0:
+            raise ValueError(f"`{name}` must be in [0, 1); received {rate!r}.")
     if stateful:
         check_positive_int("batch_size (required when stateful=True)", batch_size)
     takes_ids = getattr(cell_class, "takes_token_ids", False)
@@ -140,8 +159,9 @@ def language_model(
             name=f"{cell}_{index}",
             **dict(cell_options),
         )(x)
-        if dropout:
-            x = _variational_dropout(dropout, f"dropout_{index}")(x)
+        rate = dropout if index < num_layers - 1 else output_dropout
+        if rate:
+            x = _variational_dropout(rate, f"dropout_{index}")(x)
     if tie_embeddings:
         if units != embedding_dim:
             x = keras.layers.Dense(embedding_dim, use_bias=False, name="projection")(x)
@@ -149,3 +169,140 @@ def language_model(
     else:
         logits = keras.layers.Dense(vocab_size, name="logits")(x)
     return keras.Model(ids, logits, name=f"{cell}_language_model")
+
+
+def recognizer(cell, vocab_size, units, embedding_dim=None, **cell_options):
+    """Builds a recognizer from token ids to next-symbol logits and acceptance.
+
+    The model maps int token ids `(batch, time)`, with 0 as padding, to a
+    dict of two per-step heads:
+
+    - `"next_symbol"`: logits `(batch, time, vocab_size)` of the next token;
+    - `"accept"`: the probability `(batch, time, 1)` that the string is in
+      the language (a sigmoid).
+
+    Tokens go through an embedding with `mask_zero=True`, so padded steps
+    neither change the recurrent state nor count in the loss; a cell that
+    reads token ids (`takes_token_ids`, e.g. `tensor_rnn`) reads them
+    directly, with the same mask. Compile with
+    `model.compile(optimizer, **hybrid_recognition_loss())`; the targets are
+    a dict with `"next_symbol"` ids `(batch, time)` and `"accept"` labels
+    `(batch, time, 1)`, the shape of the head (Keras reduces a squared error
+    over the last axis, so labels `(batch, time)` would be averaged over
+    time before the mask applies): see `recognition_targets`.
+
+    Args:
+        cell: Registry name of the cell (see `zoo.available_cells()`).
+        vocab_size: Positive integer, the number of token ids, padding 0
+            included.
+        units: Positive integer, the cell's hidden size.
+        embedding_dim: Size of the embedding. Default: `units`.
+        **cell_options: Passed to the cell's constructor (for the stack
+            cells: `stack_depth`, `noise_stddev`, ...).
+
+    Example:
+
+    >>> model = recognizer("diffstk_rnn", vocab_size=7, units=8, stack_depth=32)
+    >>> model.compile("adam", **hybrid_recognition_loss())
+    >>> outputs = model(np.ones((3, 5), "int32"))
+    >>> outputs["next_symbol"].shape, outputs["accept"].shape
+    ((3, 5, 7), (3, 5, 1))
+    """
+    cell_class = get_cell_class(cell)
+    check_positive_int("vocab_size", vocab_size)
+    check_positive_int("units", units)
+    if embedding_dim is not None:
+        check_positive_int("embedding_dim", embedding_dim)
+    ids = keras.Input(shape=(None,), dtype="int32", name="tokens")
+    if getattr(cell_class, "takes_token_ids", False):
+        cell_options.setdefault("vocab_size", vocab_size)
+        x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
+        mask = ops.not_equal(ids, 0)
+    else:
+        embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim or units, mask_zero=True, name="embedding"
+        )
+        x, mask = embedding(ids), None
+    rnn = keras.layers.RNN(
+        cell_class(units, **cell_options), return_sequences=True, name="recurrent"
+    )
+    h = rnn(x, mask=mask)
+    outputs = {
+        "next_symbol": keras.layers.Dense(vocab_size, name="next_symbol")(h),
+        "accept": keras.layers.Dense(1, activation="sigmoid", name="accept")(h),
+    }
+    return keras.Model(ids, outputs, name=f"{cell}_recognizer")
+
+
+def hybrid_recognition_loss():
+    """Returns the `model.compile` arguments of Mali et al.'s hybrid loss.
+
+    Per step, cross-entropy on the next symbol plus `0.5 (y_hat_t - y)^2` on
+    the label (Mali et al. 2020, section 3): a
+    `SparseCategoricalCrossentropy(from_logits=True)` on `"next_symbol"` and
+    a `MeanSquaredError` with loss weight 0.5 on `"accept"`. Keras averages
+    both over the unpadded steps (the paper sums over steps: the same
+    minimum, a learning-rate scale).
+
+    Example:
+
+    >>> model.compile(keras.optimizers.Adam(2e-3), **hybrid_recognition_loss())
+    >>> model.fit(ids, {"next_symbol": next_ids, "accept": labels})
+    """
+    return {
+        "loss": {
+            "next_symbol": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "accept": keras.losses.MeanSquaredError(),
+        },
+        "loss_weights": {"next_symbol": 1.0, "accept": 0.5},
+    }
+
+
+def recognition_targets(ids, labels):
+    """Returns the per-step targets of `hybrid_recognition_loss` for `ids`.
+
+    `"next_symbol"` is `ids` shifted left by one (the last step's target is
+    0, the padding id, which is also every padded step's); `"accept"`,
+    shape `(batch, time, 1)`, repeats each string's label `(batch,)` at
+    every step, as in the paper's loss. Per-step labels `(batch, time)` (for
+    example per-prefix membership) may be passed instead of `(batch,)`.
+
+    Example:
+
+    >>> targets = recognition_targets(np.array([[1, 3, 4, 2]]), np.array([1]))
+    >>> targets["next_symbol"].tolist(), targets["accept"].tolist()
+    ([[3, 4, 2, 0]], [[[1.0], [1.0], [1.0], [1.0]]])
+    """
+    ids = ops.convert_to_numpy(ids)
+    labels = ops.convert_to_numpy(labels)
+    if ids.ndim != 2 or labels.shape not in (ids.shape[:1], ids.shape):
+        raise ValueError(
+            "`ids` must have shape (batch, time) and `labels` shape (batch,) or "
+            f"(batch, time); received {ids.shape} and {labels.shape}."
+        )
+    next_ids = ids * 0
+    next_ids[:, :-1] = ids[:, 1:]
+    if labels.ndim == 1:
+        labels = labels[:, None] + 0 * ids
+    return {"next_symbol": next_ids, "accept": labels[..., None].astype("float32")}
+
+
+def trace_recognizer(model, ids):
+    """Returns the per-step stack actions of a recognizer on a stack cell.
+
+    Embeds `ids` `(batch, time)` with the model's embedding and runs
+    `zoo.cells.stack.trace_stack` on its recurrent cell: a dict of
+    `"actions"` `(batch, time, num_actions)` (PUSH, POP[, NO-OP]),
+    `"stack_top"` `(batch, time, stack_width)` and `"outputs"`. Steps after
+    a string's end (padding) are run like any other: read them up to each
+    string's length.
+
+    Example:
+
+    >>> trace = trace_recognizer(model, np.array([[1, 3, 3, 4, 4, 2]]))
+    >>> trace["actions"].shape
+    (1, 6, 3)
+    """
+    cell = model.get_layer("recurrent").cell
+    embedded = model.get_layer("embedding")(ops.convert_to_tensor(ids, "int32"))
+    return trace_stack(cell, embedded)

@@ -1,6 +1,13 @@
 """The zoo's recurrent cells; importing this package registers them all."""
 
 from zoo.cells.delta import DeltaRNNCell
+from zoo.cells.dyck import DyckRNNCell, dyck_rnn_model, set_designed_weights
+from zoo.cells.minimal import MinGRU, MinGRUCell, MinLSTM, MinLSTMCell
+from zoo.cells.multi_matrix import (
+    MultiMatrixLSTMCell,
+    MultiMatrixRNNCell,
+    key_mixed_transition,
+)
 from zoo.cells.multiplicative import (
     MultiplicativeLSTMCell,
     MultiplicativeRNNCell,
@@ -8,15 +15,53 @@ from zoo.cells.multiplicative import (
 )
 from zoo.cells.multiplicative_integration import MILSTMCell, MIRNNCell
 from zoo.cells.mut import MUT1Cell, MUT2Cell, MUT3Cell
+from zoo.cells.second_order import (
+    SecondOrderLSTMCell,
+    assignment_from_embedding,
+    assignment_inputs,
+    second_order_cells,
+    set_temperature,
+)
+from zoo.cells.stack import (
+    DiffStkLSTMCell,
+    DiffStkMIRNNCell,
+    DiffStkMLSTMCell,
+    DiffStkMRNNCell,
+    DiffStkRNNCell,
+    StackRNNCell,
+    trace_stack,
+)
 
 __all__ = [
     "DeltaRNNCell",
+    "DiffStkLSTMCell",
+    "DiffStkMIRNNCell",
+    "DiffStkMLSTMCell",
+    "DiffStkMRNNCell",
+    "DiffStkRNNCell",
+    "DyckRNNCell",
     "MILSTMCell",
     "MIRNNCell",
     "MUT1Cell",
     "MUT2Cell",
     "MUT3Cell",
+    "MinGRU",
+    "MinGRUCell",
+    "MinLSTM",
+    "MinLSTMCell",
+    "MultiMatrixLSTMCell",
+    "MultiMatrixRNNCell",
     "MultiplicativeLSTMCell",
     "MultiplicativeRNNCell",
+    "SecondOrderLSTMCell",
+    "StackRNNCell",
     "TensorRNNCell",
+    "assignment_from_embedding",
+    "assignment_inputs",
+    "dyck_rnn_model",
+    "key_mixed_transition",
+    "second_order_cells",
+    "set_designed_weights",
+    "set_temperature",
+    "trace_stack",
 ]

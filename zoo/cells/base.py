@@ -1,6 +1,7 @@
 """What every zoo cell shares: argument checks, initializers, shapes, config."""
 
 import keras
+import numpy as np
 from keras import ops
 
 
@@ -30,6 +31,40 @@ def check_choice(name, value, choices):
             f"`{name}` must be one of {', '.join(map(repr, choices))}; "
             f"received {value!r}."
         )
+
+
+def independent_initializers(initializer, count):
+    """Returns `count` copies of `initializer` that draw different values.
+
+    A Keras initializer keeps its seed, so calling one twice gives the same
+    values, seeded or not. Each copy here gets its own seed: the
+    initializer's seed plus the copy's index, or, when it has none, a seed
+    from NumPy's global generator (reproducible under
+    `keras.utils.set_random_seed`). Initializers without a seed (zeros, ones,
+    plain functions) are returned as they are.
+    """
+    initializer = keras.initializers.get(initializer)
+    config = initializer.get_config() if hasattr(initializer, "get_config") else {}
+    if "seed" not in config:
+        return [initializer] * count
+    copies = []
+    for index in range(count):
+        seed = config["seed"]
+        seed = int(np.random.randint(2**31 - 1)) if seed is None else seed + index
+        copies.append(type(initializer).from_config({**config, "seed": seed}))
+    return copies
+
+
+def blockwise_initializer(initializer, blocks):
+    """Initializes `[rows, blocks * cols]` as `blocks` independent `[rows, cols]`."""
+    copies = independent_initializers(initializer, blocks)
+
+    def initialize(shape, dtype=None):
+        block_shape = (shape[0], shape[1] // blocks)
+        parts = [copy(block_shape, dtype=dtype) for copy in copies]
+        return ops.concatenate(parts, axis=1)
+
+    return initialize
 
 
 def with_forget_bias(bias_initializer, units, forget_bias):
@@ -77,6 +112,13 @@ class ZooCell(keras.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.state_size = units
         self.output_size = units
+
+    def add_weight(self, *args, initializer=None, **kwargs):
+        # Every weight gets its own seed: several weights of a cell share one
+        # initializer object, which would otherwise give them equal values.
+        if initializer is not None:
+            (initializer,) = independent_initializers(initializer, 1)
+        return super().add_weight(*args, initializer=initializer, **kwargs)
 
     def input_dim(self, input_shape):
         """Checks a per-step input shape `(batch, features)`; returns features."""

@@ -15,6 +15,7 @@ from zoo.cells.base import (
     ZooCell,
     check_number,
     check_positive_int,
+    independent_initializers,
     with_forget_bias,
 )
 from zoo.registry import register_cell
@@ -297,12 +298,10 @@ class TensorRNNCell(ZooCell):
             initializer=self.kernel_initializer,
             name="kernel",
         )
-        recurrent_initializer = self.recurrent_initializer
+        copies = independent_initializers(self.recurrent_initializer, self.vocab_size)
 
         def per_symbol_initializer(shape, dtype=None):
-            return ops.stack(
-                [recurrent_initializer(shape[1:], dtype=dtype) for _ in range(shape[0])]
-            )
+            return ops.stack([copy(shape[1:], dtype=dtype) for copy in copies])
 
         self.recurrent_kernel = self.add_weight(
             shape=(self.vocab_size, self.units, self.units),

@@ -1,8 +1,8 @@
 import keras
 import numpy as np
 import pytest
-from cell_contract import BATCH, FEATURES, TIME, CellContract
 
+from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
 from zoo.cells.multiplicative import (
     MultiplicativeLSTMCell,
     MultiplicativeRNNCell,

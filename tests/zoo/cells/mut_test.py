@@ -1,8 +1,8 @@
 import keras
 import numpy as np
 import pytest
-from cell_contract import BATCH, FEATURES, TIME, CellContract
 
+from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
 from zoo.cells.mut import MUT1Cell, MUT2Cell, MUT3Cell
 
 # MUT1 and MUT2 add x_t to a units-sized pre-activation: units == features.

@@ -1,0 +1,76 @@
+import keras
+import numpy as np
+import pytest
+
+from training.callbacks import TemperatureAnnealing
+from zoo.cells.second_order import SecondOrderLSTMCell, second_order_cells
+
+
+def nested_model():
+    inputs = keras.Input((5, 4))
+    hidden = keras.layers.Bidirectional(
+        keras.layers.RNN(SecondOrderLSTMCell(3), return_sequences=True)
+    )(inputs)
+    stacked = keras.layers.StackedRNNCells(
+        [SecondOrderLSTMCell(3, temperature=0.3), keras.layers.LSTMCell(3)]
+    )
+    outputs = keras.layers.Dense(1)(keras.layers.RNN(stacked)(hidden))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def test_temperature_annealing_multiplies_per_epoch_down_to_the_minimum():
+    keras.utils.set_random_seed(0)
+    model = nested_model()
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(6, 5, 4)), rng.normal(size=(6, 1))
+    history = model.fit(
+        x,
+        y,
+        epochs=3,
+        batch_size=6,
+        verbose=0,
+        callbacks=[TemperatureAnnealing(factor=0.5, minimum=0.1)],
+    )
+    # Every cell is annealed from its own temperature, tau <- max(tau * factor,
+    # minimum): both Bidirectional directions 1 -> 0.125, the stacked one
+    # 0.3 -> 0.15 -> 0.1 (the minimum) -> 0.1.
+    taus = sorted(float(c.temperature.numpy()) for c in second_order_cells(model))
+    assert len(taus) == 3
+    np.testing.assert_allclose(taus, [0.1, 0.125, 0.125], rtol=1e-6)
+    # Logged per epoch, from the first cell (a Bidirectional direction, tau 1).
+    np.testing.assert_allclose(
+        history.history["temperature"], [0.5, 0.25, 0.125], rtol=1e-6
+    )
+
+
+def test_temperature_is_saved_with_the_model(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = nested_model()
+    x = np.zeros((2, 5, 4), "float32")
+    model.fit(
+        x,
+        np.zeros((2, 1)),
+        epochs=1,
+        verbose=0,
+        callbacks=[TemperatureAnnealing(factor=0.9)],
+    )
+    model.save(tmp_path / "model.keras")
+    restored = keras.models.load_model(tmp_path / "model.keras")
+    taus = sorted(float(c.temperature.numpy()) for c in second_order_cells(restored))
+    np.testing.assert_allclose(taus, [0.27, 0.9, 0.9], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"factor": 0.0}, "`factor` must be in"),
+        ({"factor": 1.5}, "`factor` must be in"),
+        ({"minimum": 0.0}, "`minimum` must be in"),
+        ({"minimum": "low"}, "`minimum` must be a number"),
+    ],
+)
+def test_invalid_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TemperatureAnnealing(**kwargs)

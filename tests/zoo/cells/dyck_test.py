@@ -1,0 +1,182 @@
+import keras
+import numpy as np
+import pytest
+
+from tests.zoo.cells.cell_contract import BATCH, TIME, CellContract
+from zoo.cells.dyck import DyckRNNCell, dyck_rnn_model, set_designed_weights
+from zoo.layers import DyckReadout
+
+K, M = 2, 4
+OPEN, CLOSE = 3, 3 + K  # ids of "(" and "[" are 3, 4; of ")" and "]" 5, 6
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def sample_dyck(rng, num_sequences, length, k=K, m=M):
+    """m-bounded Dyck-k strings of exactly `length` bracket ids, closed at the end."""
+    strings = np.zeros((num_sequences, length), "int32")
+    for b in range(num_sequences):
+        stack = []
+        for t in range(length):
+            must_close = len(stack) in (m, length - t)
+            if stack and (must_close or rng.random() < 0.5):
+                strings[b, t] = CLOSE + stack.pop()
+            else:
+                stack.append(int(rng.integers(k)))
+                strings[b, t] = OPEN + stack[-1]
+    return strings
+
+
+def closing_targets(strings):
+    """At step t, the type of the closing bracket at t + 1 and a 0/1 weight."""
+    following = strings[:, 1:]
+    is_close = following >= CLOSE
+    labels = np.zeros(strings.shape, "int32")
+    weights = np.zeros(strings.shape, "float32")
+    labels[:, :-1] = np.where(is_close, following - CLOSE, 0)
+    weights[:, :-1] = is_close
+    return labels, weights
+
+
+def worst_case_closing_accuracy(probabilities, strings, threshold=0.8):
+    """WCPA: the minimum over closing distances of the per-distance accuracy."""
+    correct = {}
+    for b, string in enumerate(strings):
+        opened = []
+        for t, token in enumerate(string):
+            if token < CLOSE:
+                opened.append(t)
+                continue
+            distance = t - opened.pop()
+            right = probabilities[b, t - 1, token - CLOSE] >= threshold
+            correct.setdefault(distance, []).append(right)
+    return min(np.mean(hits) for hits in correct.values()), len(correct)
+
+
+def designed_model(m=M, **kwargs):
+    model = dyck_rnn_model(K, m, **kwargs)
+    assert set_designed_weights(model) == 2
+    return model
+
+
+def stack_states(model, ids):
+    cell_layer = model.layers[2]
+    return np.asarray(cell_layer(model.layers[1](np.asarray([ids], "int32"))))[0]
+
+
+def test_designed_weights_push_and_pop_exactly():
+    model = designed_model()
+    states = stack_states(model, [OPEN, OPEN + 1, CLOSE + 1, CLOSE])  # ( [ ] )
+    np.testing.assert_allclose(states[0], [1, 0, 0, 0], atol=1e-6)  # (
+    np.testing.assert_allclose(states[1], [2, 1, 0, 0], atol=1e-6)  # ( [ , [ on top
+    np.testing.assert_allclose(states[2], [1, 0, 0, 0], atol=1e-6)  # ] pops [
+    np.testing.assert_allclose(states[3], [0, 0, 0, 0], atol=1e-6)  # ) empties
+    # START (1) on an empty stack leaves it empty; pushing beyond m drops the
+    # bottom.
+    states = stack_states(model, [1, *[OPEN + 1] * 4, OPEN])
+    np.testing.assert_allclose(states[0], 0.0, atol=1e-6)
+    np.testing.assert_allclose(states[-1], [1, 2, 2, 2], atol=1e-6)
+
+
+def test_designed_weights_predict_every_closing_bracket():
+    strings = sample_dyck(np.random.default_rng(0), 8, 30)
+    probabilities = np.asarray(designed_model()(strings))
+    assert worst_case_closing_accuracy(probabilities, strings)[0] == 1.0
+
+
+def test_dyck_rnn_matches_reference():
+    keras.utils.set_random_seed(0)
+    cell = DyckRNNCell(2 * M, embedding_dim=2, trainable_embeddings=True)
+    ids = np.random.default_rng(1).integers(0, 3 + 2 * K, size=(BATCH, TIME, 1))
+    output = np.asarray(keras.layers.RNN(cell, return_sequences=True)(ids))
+    embeddings, w_proj = (np.asarray(w, "float64") for w in cell.get_weights())
+    units, width = 2 * M, 2
+    w1 = np.eye(units, k=-width)  # ones on the (slot-wide) sub-diagonal: push
+    w2 = np.eye(units, k=width)  # ones on the super-diagonal: pop
+    w_hx = np.eye(units, width)  # writes x_t into the top slot
+    h = np.zeros((BATCH, units))
+    for t in range(TIME):
+        x = embeddings[ids[:, t, 0]]  # [batch, 2]
+        g = sigmoid(x @ w_proj)  # eq. 3, [batch, 1]
+        w_hh = g[:, :, None] * w1 + (1 - g[:, :, None]) * w2  # eq. 4
+        h = np.einsum("bij,bj->bi", w_hh, h) + g * (x @ w_hx.T)  # eq. 5
+        np.testing.assert_allclose(output[:, t], h, atol=1e-5)
+
+
+def test_fixed_embeddings_and_parameter_count():
+    model = dyck_rnn_model(K, M)
+    cell = model.layers[2].cell
+    np.testing.assert_array_equal(
+        cell.embeddings.numpy()[:, 0], [0, 0, 0, 1, 2, -1, -2]
+    )
+    assert not cell.embeddings.trainable
+    # The report's 5 parameters for k = 2: W_proj and the readout.
+    assert sum(np.prod(w.shape) for w in model.trainable_weights) == 5
+    wide = dyck_rnn_model(K, M, embedding_dim=2, trainable_embeddings=True)
+    assert wide.layers[2].cell.units == 2 * M
+    assert sum(np.prod(w.shape) for w in wide.trainable_weights) == 7 * 2 + 2 + 6
+
+
+def test_dyck_rnn_trains_to_full_worst_case_accuracy():
+    keras.utils.set_random_seed(0)
+    strings = sample_dyck(np.random.default_rng(0), 128, 40)
+    labels, weights = closing_targets(strings)
+    model = dyck_rnn_model(K, M)
+    model.compile(keras.optimizers.Adam(0.2), "sparse_categorical_crossentropy")
+    initial = np.asarray(model.predict(strings[:8], verbose=0))
+    assert worst_case_closing_accuracy(initial, strings[:8])[0] < 1.0
+    model.fit(
+        strings, labels, sample_weight=weights, batch_size=32, epochs=30, verbose=0
+    )
+    # Longer held-out strings: more and longer closing distances.
+    test_strings = sample_dyck(np.random.default_rng(1), 64, 60)
+    probabilities = np.asarray(model.predict(test_strings, verbose=0))
+    wcpa, num_distances = worst_case_closing_accuracy(probabilities, test_strings)
+    assert num_distances > 15
+    assert wcpa == 1.0
+
+
+def test_model_saves_and_loads(tmp_path):
+    model = designed_model()
+    strings = sample_dyck(np.random.default_rng(2), 3, 10)
+    model.save(tmp_path / "dyck.keras")
+    restored = keras.models.load_model(tmp_path / "dyck.keras")
+    np.testing.assert_array_equal(restored(strings), model(strings))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: DyckRNNCell(0), "`units` must be a positive integer"),
+        (lambda: DyckRNNCell(4, num_bracket_types=0), "`num_bracket_types`"),
+        (lambda: DyckRNNCell(4, embedding_dim=0), "`embedding_dim` must be"),
+        (lambda: DyckRNNCell(5, embedding_dim=2), "multiple of `embedding_dim`"),
+        (lambda: DyckRNNCell(4, first_bracket_id=-1), "`first_bracket_id` must"),
+        (lambda: dyck_rnn_model(2, 0), "`m` must be a positive integer"),
+        (lambda: DyckReadout(0), "`num_bracket_types` must be"),
+    ],
+)
+def test_invalid_arguments(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_rejects_vector_inputs():
+    with pytest.raises(ValueError, match="token ids"):
+        keras.layers.RNN(DyckRNNCell(4))(np.zeros((2, 3, 4), "float32"))
+
+
+class TestDyckRNNContract(CellContract):
+    def make_cell(self):
+        return DyckRNNCell(M)
+
+    def make_inputs(self):
+        rng = np.random.default_rng(0)
+        return rng.integers(0, 3 + 2 * K, size=(BATCH, TIME, 1)).astype("int32")
+
+
+class TestWideDyckRNNContract(TestDyckRNNContract):
+    def make_cell(self):
+        return DyckRNNCell(2 * M, embedding_dim=2, trainable_embeddings=True)

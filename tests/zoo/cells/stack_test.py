@@ -1,0 +1,412 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from zoo.cells.stack import (
+    DiffStkLSTMCell,
+    DiffStkMIRNNCell,
+    DiffStkMLSTMCell,
+    DiffStkMRNNCell,
+    DiffStkRNNCell,
+    StackRNNCell,
+    trace_stack,
+)
+
+UNITS, DEPTH, WIDTH = 6, 8, 2
+EMPTY = -1.0
+DIFFSTK_CELLS = [
+    DiffStkRNNCell,
+    DiffStkLSTMCell,
+    DiffStkMRNNCell,
+    DiffStkMLSTMCell,
+    DiffStkMIRNNCell,
+]
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def f1(x, scale=1.7159):
+    return scale * np.tanh(2.0 / 3.0 * x)  # eq. 2
+
+
+def random_inputs(seed=1):
+    return np.random.default_rng(seed).normal(size=(BATCH, TIME, FEATURES))
+
+
+def run_layer(cell, x, **kwargs):
+    layer = keras.layers.RNN(cell, return_sequences=True)
+    return np.asarray(layer(x.astype("float32"), **kwargs))
+
+
+def numpy_weights(layer):
+    return {w.name: np.asarray(w.numpy(), "float64") for w in layer.weights}
+
+
+def numpy_stack_step(stack, actions, pushed):
+    """Eqs. 7-8 depth by depth, NO-OP kept at every depth; stack [b, depth, w]."""
+    push, pop = actions[:, 0, None], actions[:, 1, None]
+    noop = actions[:, 2, None] if actions.shape[1] == 3 else 0.0
+    below = np.concatenate([stack, np.full_like(stack[:, :1], EMPTY)], axis=1)
+    new = np.empty_like(stack)
+    new[:, 0] = push * pushed + pop * stack[:, 1] + noop * stack[:, 0]
+    for i in range(1, stack.shape[1]):
+        new[:, i] = push * stack[:, i - 1] + pop * below[:, i + 1] + noop * stack[:, i]
+    return new
+
+
+def test_stack_rnn_matches_reference():
+    keras.utils.set_random_seed(0)
+    cell = StackRNNCell(
+        UNITS,
+        stack_depth=DEPTH,
+        stack_width=WIDTH,
+        read_depth=2,
+        bias_initializer="random_normal",
+    )
+    x = random_inputs()
+    output = run_layer(cell, x)
+    w = numpy_weights(cell)
+    s = numpy_weights(cell.stack)
+    h = np.zeros((BATCH, UNITS))
+    stack = np.full((BATCH, DEPTH, WIDTH), EMPTY)
+    for t in range(TIME):
+        read = stack[:, :2].reshape(BATCH, -1) @ s["read_kernel"]
+        h = sigmoid(
+            x[:, t] @ w["kernel"] + h @ w["recurrent_kernel"] + read + w["bias"]
+        )
+        actions = softmax(h @ s["action_kernel"] + s["action_bias"])
+        pushed = sigmoid(h @ s["push_kernel"] + s["push_bias"])
+        stack = numpy_stack_step(stack, actions, pushed)
+        np.testing.assert_allclose(output[:, t], h, atol=1e-5)
+    assert actions.shape == (BATCH, 2)  # PUSH and POP only by default
+
+
+def rnn_step(w, x, z, cells):
+    return f1(x @ w["kernel"] + z @ w["recurrent_kernel"] + w["bias"]), []  # eq. 5
+
+
+def lstm_step(w, x, z, cells):
+    (c,) = cells
+    z_i, z_f, z_c, z_o = np.split(
+        x @ w["kernel"] + z @ w["recurrent_kernel"] + w["bias"], 4, axis=-1
+    )  # eqs. 13-16
+    c = sigmoid(z_f) * c + sigmoid(z_i) * f1(z_c)  # eq. 17
+    return f1(c) * sigmoid(z_o), [c]  # eq. 18
+
+
+def mrnn_step(w, x, z, cells):
+    w_mx, w_zx = np.split(w["kernel"], 2, axis=1)
+    m = (x @ w_mx) * (z @ w["multiplicative_kernel"])  # eq. 19
+    return f1(m @ w["recurrent_kernel"] + x @ w_zx + w["bias"]), []  # eqs. 20-21
+
+
+def mlstm_step(w, x, z, cells):
+    (c,) = cells
+    w_mx, w_x = w["kernel"][:, :UNITS], w["kernel"][:, UNITS:]
+    m = (x @ w_mx) * (z @ w["multiplicative_kernel"])  # eq. 22
+    z_i, z_f, z_c, z_o = np.split(
+        x @ w_x + m @ w["recurrent_kernel"] + w["bias"], 4, axis=-1
+    )  # eqs. 23-26
+    c = sigmoid(z_f) * c + sigmoid(z_i) * f1(z_c)
+    return f1(c) * sigmoid(z_o), [c]
+
+
+def mirnn_step(w, x, z, cells):
+    wx, rz = x @ w["kernel"], z @ w["recurrent_kernel"]
+    mi = w["alpha"] * wx * rz + w["beta1"] * rz + w["beta2"] * wx  # eq. 27
+    return f1(mi + w["bias"]), []
+
+
+CONTROLLER_STEPS = {
+    DiffStkRNNCell: rnn_step,
+    DiffStkLSTMCell: lstm_step,
+    DiffStkMRNNCell: mrnn_step,
+    DiffStkMLSTMCell: mlstm_step,
+    DiffStkMIRNNCell: mirnn_step,
+}
+
+
+def diffstk_reference(cell, x, noise_mean=0.0):
+    """Eqs. 5-9 and 12 around the controller step, in NumPy."""
+    controller_step = CONTROLLER_STEPS[type(cell)]
+    w, s = numpy_weights(cell.controller), numpy_weights(cell.stack)
+    z = np.zeros((BATCH, UNITS))
+    cells = [np.zeros((BATCH, UNITS))] * (len(cell.state_size) - 3)
+    stack = np.full((BATCH, DEPTH, WIDTH), EMPTY)
+    counter = np.zeros((BATCH, 1))
+    outputs, carried = [], 0
+    for t in range(x.shape[1]):
+        read = stack[:, : cell.read_depth].reshape(BATCH, -1) @ s["read_kernel"]
+        z_hat = z + read + noise_mean  # eqs. 5, 9
+        candidate, new_cells = controller_step(w, x[:, t], z_hat, cells)
+        actions = softmax(candidate @ s["action_kernel"] + s["action_bias"])  # eq. 6
+        pushed = sigmoid(candidate @ s["push_kernel"] + s["push_bias"])
+        stack = numpy_stack_step(stack, actions, pushed)  # eqs. 7-8
+        is_noop = actions.argmax(-1)[:, None] == 2
+        counter = np.where(is_noop, counter + 1, 0)
+        keep = (counter > 1) & cell.carry_forward  # u_t = 0, eq. 12
+        carried += keep.sum()
+        z = np.where(keep, z_hat, candidate)
+        cells = [
+            np.where(keep, old, new) for old, new in zip(cells, new_cells, strict=True)
+        ]
+        outputs.append(z)
+    return np.stack(outputs, axis=1), carried
+
+
+def make_diffstk(cell_class, **kwargs):
+    keras.utils.set_random_seed(0)
+    options = dict(
+        stack_depth=DEPTH,
+        stack_width=WIDTH,
+        bias_initializer="random_normal",
+        kernel_initializer=keras.initializers.RandomNormal(stddev=0.5),
+    )
+    return cell_class(UNITS, **{**options, **kwargs})
+
+
+@pytest.mark.parametrize("cell_class", DIFFSTK_CELLS)
+def test_diffstk_matches_reference(cell_class):
+    cell = make_diffstk(cell_class, read_depth=2)
+    x = np.random.default_rng(1).normal(size=(BATCH, 12, FEATURES))
+    run_layer(cell, x[:, :1])
+    # Favour NO-OP so that eq. 12 carries some steps forward.
+    cell.stack.action_bias.assign([0.0, 0.0, 1.5])
+    output = run_layer(cell, x)
+    expected, carried = diffstk_reference(cell, x)
+    np.testing.assert_allclose(output, expected, atol=1e-5)
+    assert 0 < carried < BATCH * 12
+
+
+@pytest.mark.parametrize("cell_class", [DiffStkRNNCell, DiffStkLSTMCell])
+def test_noise_mean_is_added_in_training_only(cell_class):
+    cell = make_diffstk(cell_class, noise_mean=0.3, carry_forward=False)
+    x = random_inputs()
+    trained = run_layer(cell, x, training=True)
+    expected, _ = diffstk_reference(cell, x, noise_mean=0.3)
+    np.testing.assert_allclose(trained, expected, atol=1e-5)
+    expected, _ = diffstk_reference(cell, x)
+    np.testing.assert_allclose(run_layer(cell, x, training=False), expected, atol=1e-5)
+
+
+def test_noise_is_present_in_training_and_absent_in_inference():
+    x = random_inputs()
+    noisy = make_diffstk(DiffStkRNNCell, noise_stddev=0.2, seed=3)
+    layer = keras.layers.RNN(noisy, return_sequences=True)
+    first = np.asarray(layer(x, training=True))
+    second = np.asarray(layer(x, training=True))
+    inference = np.asarray(layer(x, training=False))
+    assert not np.allclose(first, second)
+    assert not np.allclose(first, inference)
+    np.testing.assert_array_equal(inference, np.asarray(layer(x)))
+    clean = make_diffstk(DiffStkRNNCell)
+    np.testing.assert_allclose(run_layer(clean, x), inference, atol=1e-6)
+    # The noise has the requested scale (eq. 9) on the first step.
+    deviation = np.std(first[:, 0] - inference[:, 0])
+    assert 0.0 < deviation < 1.0
+
+
+def run_steps(cell, x):
+    if not cell.built:
+        cell.build((None, FEATURES))
+    states = [np.zeros((BATCH, size), "float32") for size in cell.state_size]
+    history = [states]
+    for t in range(x.shape[1]):
+        _, states, _ = cell.step(x[:, t].astype("float32"), states)
+        history.append(states)
+    return history
+
+
+def test_carry_forward_copies_the_state_exactly():
+    x = random_inputs()
+    cell = make_diffstk(DiffStkLSTMCell)
+    history = run_steps(cell, x)
+    cell.stack.action_bias.assign([0.0, 0.0, 20.0])  # always NO-OP
+    history = run_steps(cell, x)
+    counters = [np.asarray(states[-1])[:, 0] for states in history]
+    expected = np.broadcast_to(np.arange(TIME + 1)[:, None], (TIME + 1, BATCH))
+    np.testing.assert_array_equal(counters, expected)
+    for t in range(2, TIME + 1):
+        z_prev, c_prev, stack_prev, _ = history[t - 1]
+        z, c, _, _ = history[t]
+        np.testing.assert_array_equal(c, c_prev)
+        np.testing.assert_array_equal(z, z_prev + cell.stack.read(stack_prev))
+    # The first NO-OP is an ordinary update; without carry-forward all are.
+    z_prev, c_prev = history[0][:2]
+    assert not np.allclose(history[1][1], c_prev)
+    plain = make_diffstk(DiffStkLSTMCell, carry_forward=False)
+    run_steps(plain, x)
+    plain.set_weights(cell.get_weights())
+    plain_history = run_steps(plain, x)
+    assert not np.allclose(plain_history[3][1], history[3][1])
+
+
+@pytest.mark.parametrize("cell_class", [StackRNNCell, *DIFFSTK_CELLS])
+def test_gradients_reach_the_stack_weights(cell_class):
+    keras.utils.set_random_seed(0)
+    cell = cell_class(UNITS, stack_depth=DEPTH)
+    layer = keras.layers.RNN(cell, return_sequences=True)
+    x = random_inputs().astype("float32")
+    layer(x)
+    stack = cell.stack
+    weights = [stack.action_kernel, stack.push_kernel, stack.read_kernel]
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.square(layer(x)))
+    for weight, gradient in zip(weights, tape.gradient(loss, weights), strict=True):
+        assert gradient is not None, weight.path
+        assert np.abs(np.asarray(gradient)).max() > 1e-6, weight.path
+
+
+def test_trace_stack_returns_actions_and_tops():
+    keras.utils.set_random_seed(0)
+    cell = DiffStkRNNCell(UNITS, stack_depth=DEPTH, stack_width=WIDTH)
+    x = random_inputs().astype("float32")
+    layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    outputs, _, stack, _ = layer(x)
+    trace = trace_stack(cell, x)
+    assert trace["actions"].shape == (BATCH, TIME, 3)
+    np.testing.assert_allclose(np.sum(trace["actions"], -1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(trace["outputs"], outputs, atol=1e-6)
+    top = np.asarray(stack)[:, :WIDTH] + EMPTY
+    np.testing.assert_allclose(trace["stack_top"][:, -1], top, atol=1e-6)
+    with pytest.raises(ValueError, match="`cell` must be a stack cell"):
+        trace_stack(keras.layers.LSTMCell(4), x)
+
+
+def dyck2(length, rng):
+    """A uniformly random balanced Dyck-2 string of `length` symbols (0-3)."""
+    symbols, stack = [], []
+    while len(symbols) < length:
+        remaining = length - len(symbols)
+        if stack and (remaining == len(stack) or rng.random() < 0.5):
+            symbols.append(stack.pop() + 1)  # ")" = 1, "]" = 3
+        else:
+            symbols.append(2 * rng.integers(2))  # "(" = 0, "[" = 2
+            stack.append(symbols[-1])
+    return symbols
+
+
+def is_dyck2(symbols):
+    stack = []
+    for s in symbols:
+        if s % 2 == 0:
+            stack.append(s)
+        elif not stack or stack.pop() != s - 1:
+            return False
+    return not stack
+
+
+def hand_set_dyck2_cell():
+    """A StackRNN that pushes on open brackets and pops on close brackets.
+
+    Units: open, round open, ")" on a top that is not "(", "]" on a "(",
+    "]" on the empty stack, and a latch of the three error units. "(" pushes
+    ~1, "[" pushes ~0, the empty value is -1.
+    """
+    k = 20.0
+    cell = StackRNNCell(6, stack_depth=64)
+    cell.build((None, 4))
+    kernel = np.zeros((4, 6))
+    kernel[[0, 2], 0] = k  # open
+    kernel[0, 1] = k  # round open
+    kernel[1, 2] = 2 * k  # ")"
+    kernel[3, [3, 4]] = k  # "]"
+    recurrent = np.zeros((6, 6))
+    recurrent[2:, 5] = k  # error latch
+    bias = np.array([-k / 2, -k / 2, -1.5 * k, -1.5 * k, -1.5 * k, -k / 2])
+    read = np.array([[0.0, 0.0, -k, k, -k, 0.0]])  # top of the stack
+    action = np.zeros((6, 2))
+    action[0] = [2 * k, -2 * k]
+    cell.set_weights(
+        [kernel, recurrent, bias, action, np.array([[0, 10, 0, 0, 0, 0]]).T, read]
+        + [np.array([-k, k]), np.array([-5.0])]
+    )
+    return cell
+
+
+def test_hand_set_stack_rnn_recognises_long_dyck2():
+    rng = np.random.default_rng(0)
+    positives = [dyck2(100, rng) for _ in range(16)]
+    negatives = []
+    for string in positives:
+        corrupted = list(string)
+        corrupted[rng.integers(100)] ^= 2  # swap the bracket type
+        negatives.append(corrupted)
+    negatives.append([0, 2] * 25 + [3, 1] * 24 + [1, 1])  # "]" on "("... unbalanced
+    negatives.append([0] * 50 + [1] * 49 + [2])  # ends open
+    negatives.append([1] + [0, 1] * 49 + [0])  # pops the empty stack
+    strings = np.asarray(positives + negatives)
+    labels = np.asarray([is_dyck2(s) for s in strings])
+    assert labels[:16].all() and not labels[16:].any()
+    cell = hand_set_dyck2_cell()
+    one_hot = np.eye(4, dtype="float32")[strings]
+    layer = keras.layers.RNN(cell, return_state=True)
+    h, _, stack = (np.asarray(t) for t in layer(one_hot))
+    error = h[:, 2:].max(-1) > 0.5
+    empty = np.asarray(cell.stack.top(stack))[:, 0] < -0.5
+    np.testing.assert_array_equal(~error & empty, labels)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: StackRNNCell(0), "`units` must be a positive integer"),
+        (lambda: StackRNNCell(4, stack_depth=0), "`stack_depth`"),
+        (lambda: StackRNNCell(4, stack_width=2.0), "`stack_width`"),
+        (lambda: StackRNNCell(4, stack_depth=2, read_depth=3), "at most"),
+        (lambda: DiffStkRNNCell(4, empty_value="-1"), "`empty_value`"),
+        (lambda: DiffStkRNNCell(4, activation_scale=0.0), "`activation_scale`"),
+        (lambda: DiffStkRNNCell(4, noise_stddev=-0.1), "`noise_stddev`"),
+        (lambda: DiffStkRNNCell(4, noise_mean=None), "`noise_mean`"),
+        (lambda: DiffStkRNNCell(4, use_noop=False), "`carry_forward` needs NO-OP"),
+        (lambda: DiffStkMLSTMCell(4, forget_bias="1"), "`forget_bias`"),
+    ],
+)
+def test_invalid_arguments(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_without_carry_forward_two_actions_are_allowed():
+    cell = DiffStkRNNCell(4, use_noop=False, carry_forward=False, stack_depth=4)
+    trace = trace_stack(cell, random_inputs().astype("float32"))
+    assert trace["actions"].shape == (BATCH, TIME, 2)
+
+
+class TestStackRNNContract(CellContract):
+    def make_cell(self):
+        return StackRNNCell(UNITS, stack_depth=DEPTH, read_depth=2, use_noop=True)
+
+
+class TestDiffStkRNNContract(CellContract):
+    def make_cell(self):
+        return DiffStkRNNCell(UNITS, stack_depth=DEPTH, noise_stddev=0.1, seed=1)
+
+
+class TestDiffStkLSTMContract(CellContract):
+    def make_cell(self):
+        return DiffStkLSTMCell(UNITS, stack_depth=DEPTH, stack_width=WIDTH)
+
+
+class TestDiffStkMRNNContract(CellContract):
+    def make_cell(self):
+        return DiffStkMRNNCell(UNITS, stack_depth=DEPTH)
+
+
+class TestDiffStkMLSTMContract(CellContract):
+    def make_cell(self):
+        return DiffStkMLSTMCell(UNITS, stack_depth=DEPTH, weight_normalization=True)
+
+
+class TestDiffStkMIRNNContract(CellContract):
+    def make_cell(self):
+        return DiffStkMIRNNCell(UNITS, stack_depth=DEPTH)

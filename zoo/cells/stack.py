@@ -1,0 +1,578 @@
+"""Stack-augmented recurrent cells: StackRNN and the DiffStk family.
+
+`StackRNNCell` is Joulin & Mikolov's (2015) StackRNN. The DiffStk cells of
+Mali et al. (2020, section 3) wrap a controller cell (an RNN, LSTM, mRNN,
+mLSTM or MI-RNN, each the zoo's or Keras's own cell) with the same
+stack and options: the read term added to the previous state, the scaled
+tanh `f1`, Gaussian state noise during training and the carry-forward update
+on repeated NO-OPs. Every cell uses the one `DifferentiableStack` of
+`zoo.layers.stack`; its state is flat, `[h, (c,) stack]` for the StackRNN and
+`[z, (c,) stack, no-op counter]` for the DiffStk cells.
+
+`trace_stack` runs a built cell over a sequence and returns its per-step
+action probabilities and stack tops, for inspecting a trained model.
+"""
+
+import functools
+
+import keras
+from keras import ops
+
+from zoo.cells.base import ZooCell, check_number, check_positive_int
+from zoo.cells.multiplicative import MultiplicativeLSTMCell, MultiplicativeRNNCell
+from zoo.cells.multiplicative_integration import MIRNNCell
+from zoo.layers.stack import NO_OP, DifferentiableStack
+from zoo.registry import register_cell
+
+LECUN_TANH_SCALE = 1.7159
+
+
+def scaled_tanh(x, scale=LECUN_TANH_SCALE):
+    """Returns `f1(x) = scale * tanh(2/3 x)` (Mali et al. eq. 2; LeCun et al.)."""
+    return scale * ops.tanh(x * (2.0 / 3.0))
+
+
+class _StackCell(ZooCell):
+    """Holds the `DifferentiableStack` and its options; see the subclasses."""
+
+    def __init__(
+        self,
+        units,
+        stack_depth=64,
+        stack_width=1,
+        read_depth=1,
+        use_noop=True,
+        empty_value=-1.0,
+        **kwargs,
+    ):
+        check_positive_int("stack_depth", stack_depth)
+        check_positive_int("stack_width", stack_width)
+        check_positive_int("read_depth", read_depth)
+        if read_depth > stack_depth:
+            raise ValueError(
+                f"`read_depth` must be at most `stack_depth` ({stack_depth}); "
+                f"received {read_depth!r}."
+            )
+        check_number("empty_value", empty_value)
+        super().__init__(units, **kwargs)
+        self.stack_depth = stack_depth
+        self.stack_width = stack_width
+        self.read_depth = read_depth
+        self.use_noop = use_noop
+        self.empty_value = empty_value
+        self.stack = DifferentiableStack(
+            units,
+            depth=stack_depth,
+            width=stack_width,
+            read_depth=read_depth,
+            use_noop=use_noop,
+            empty_value=empty_value,
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            name="stack",
+        )
+
+    def step(self, inputs, states, training=False):
+        """Returns `(output, new_states, actions)` for one step."""
+        raise NotImplementedError
+
+    def call(self, inputs, states, training=False):
+        output, new_states, _ = self.step(inputs, states, training=training)
+        return output, new_states
+
+    def stack_state(self, states):
+        """Returns the flat stack in `states`."""
+        raise NotImplementedError
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "stack_depth": self.stack_depth,
+                "stack_width": self.stack_width,
+                "read_depth": self.read_depth,
+                "use_noop": self.use_noop,
+                "empty_value": self.empty_value,
+            }
+        )
+        return config
+
+
+@register_cell("stack_rnn")
+class StackRNNCell(_StackCell):
+    """Joulin & Mikolov's (2015) stack-augmented RNN (StackRNN) cell.
+
+    Implements section 3.1 of Joulin & Mikolov (Mali et al. 2020, eqs. 4,
+    6-8), with biases:
+
+        h_t = sigmoid(U x_t + R h_{t-1} + P S_{t-1}[0:read_depth] + b)
+        a_t = softmax(A h_t + b_A)                  (PUSH, POP[, NO-OP])
+        S_t = stack update of eqs. 7-8, pushing sigmoid(D h_t + b_D)
+
+    The controller reads the top `read_depth` elements (the paper's `k`) of
+    the stack before this step's update; the stack is
+    `zoo.layers.stack.DifferentiableStack` (empty value -1 as in the paper).
+    The state is `[h, stack]`, the stack flat with `stack_depth *
+    stack_width` entries.
+
+    Args:
+        units: Positive integer, dimensionality of `h_t`.
+        stack_depth: Positive integer, number of stack elements. Default: 64.
+        stack_width: Positive integer, entries per element. Default: 1.
+        read_depth: Positive integer, number of top elements read through
+            `P`. Default: 1.
+        use_noop: Whether the actions include NO-OP. Default: `False`
+            (the paper's main model has PUSH and POP).
+        empty_value: Value of an empty element. Default: -1.0.
+        activation: Activation of `h_t`. Default: `"sigmoid"`.
+        use_bias: Whether to add `b`. Default: `True`.
+        kernel_initializer: Initializer of `U`, `A`, `D` and `P`.
+        recurrent_initializer: Initializer of `R`.
+        bias_initializer: Initializer of `b`, `b_A` and `b_D`.
+
+    Example:
+
+    >>> cell = StackRNNCell(32, stack_depth=16)
+    >>> keras.layers.RNN(cell)(np.zeros((3, 5, 4), "float32")).shape
+    (3, 32)
+    """
+
+    def __init__(
+        self, units, use_noop=False, activation="sigmoid", use_bias=True, **kwargs
+    ):
+        super().__init__(units, use_noop=use_noop, **kwargs)
+        self.activation = keras.activations.get(activation)
+        self.use_bias = use_bias
+        self.state_size = [units, self.stack.state_size]
+
+    def build(self, input_shape):
+        input_dim = self.input_dim(input_shape)
+        self.kernel = self.add_weight(
+            shape=(input_dim, self.units),
+            initializer=self.kernel_initializer,
+            name="kernel",
+        )
+        self.recurrent_kernel = self.add_weight(
+            shape=(self.units, self.units),
+            initializer=self.recurrent_initializer,
+            name="recurrent_kernel",
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                shape=(self.units,), initializer=self.bias_initializer, name="bias"
+            )
+        self.stack.build((None, self.units))
+
+    def step(self, inputs, states, training=False):
+        h_prev, stack = states
+        z = ops.matmul(inputs, self.kernel) + ops.matmul(h_prev, self.recurrent_kernel)
+        z = z + self.stack.read(stack)  # [batch, units]
+        if self.bias is not None:
+            z = z + self.bias
+        h = self.activation(z)
+        actions = self.stack.actions(h)  # [batch, num_actions]
+        stack = self.stack.update(stack, actions, h)  # [batch, depth * width]
+        return h, [h, stack], actions
+
+    def stack_state(self, states):
+        return states[1]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "activation": keras.activations.serialize(self.activation),
+                "use_bias": self.use_bias,
+            }
+        )
+        return config
+
+
+class DiffStkCell(_StackCell):
+    """Base class of the DiffStk cells: a controller cell with a stack.
+
+    Subclasses implement `make_controller()`, returning a fresh controller
+    cell whose first state is its hidden state `z` and whose output is `z`.
+    See `DiffStkRNNCell` for the equations and the arguments.
+    """
+
+    def __init__(
+        self,
+        units,
+        activation_scale=LECUN_TANH_SCALE,
+        noise_mean=0.0,
+        noise_stddev=0.0,
+        carry_forward=True,
+        seed=None,
+        **kwargs,
+    ):
+        check_number("activation_scale", activation_scale, 0.0, low_open=True)
+        check_number("noise_mean", noise_mean)
+        check_number("noise_stddev", noise_stddev, 0.0)
+        if carry_forward and not kwargs.get("use_noop", True):
+            raise ValueError(
+                "`carry_forward` needs NO-OP actions: expected use_noop=True with "
+                "carry_forward=True; received use_noop=False."
+            )
+        super().__init__(units, **kwargs)
+        self.activation_scale = activation_scale
+        self.noise_mean = noise_mean
+        self.noise_stddev = noise_stddev
+        self.carry_forward = carry_forward
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        self.f1 = functools.partial(scaled_tanh, scale=activation_scale)
+        self.controller = self.make_controller()
+        controller_states = len(keras.tree.flatten(self.controller.state_size))
+        self.state_size = [units] * controller_states + [self.stack.state_size, 1]
+
+    def make_controller(self):
+        raise NotImplementedError
+
+    def controller_options(self):
+        """Returns the options every controller takes: units, initializers, f1."""
+        return {
+            "units": self.units,
+            "activation": self.f1,
+            "kernel_initializer": self.kernel_initializer,
+            "recurrent_initializer": self.recurrent_initializer,
+            "bias_initializer": self.bias_initializer,
+            "name": "controller",
+        }
+
+    def build(self, input_shape):
+        self.input_dim(input_shape)
+        self.controller.build(input_shape)
+        self.stack.build((None, self.units))
+
+    def step(self, inputs, states, training=False):
+        z_prev, *cells_prev = states[:-2]
+        stack, counter = states[-2:]
+        z_hat = z_prev + self.stack.read(stack)  # eqs. 5, 9: [batch, units]
+        if training and (self.noise_stddev > 0 or self.noise_mean != 0):
+            z_hat = z_hat + keras.random.normal(
+                ops.shape(z_hat),
+                mean=self.noise_mean,
+                stddev=self.noise_stddev,
+                dtype=z_hat.dtype,
+                seed=self.seed_generator,
+            )
+        candidate, controller_states = self.controller.call(
+            inputs, [z_hat, *cells_prev], training=training
+        )  # z~_t: [batch, units]
+        cells = list(controller_states[1:])
+        actions = self.stack.actions(candidate)  # eq. 6: [batch, num_actions]
+        new_stack = self.stack.update(stack, actions, candidate)  # eqs. 7-8
+        z = candidate
+        if self.carry_forward:
+            # eq. 12: u_t = 0 on the second and later consecutive NO-OPs.
+            is_noop = ops.cast(ops.argmax(actions, axis=-1) == NO_OP, z.dtype)
+            counter = (counter + 1.0) * is_noop[:, None]  # [batch, 1]
+            keep = ops.cast(counter > 1.0, z.dtype)  # [batch, 1], 1 - u_t
+            z = keep * z_hat + (1.0 - keep) * candidate
+            cells = [
+                keep * p + (1.0 - keep) * c
+                for p, c in zip(cells_prev, cells, strict=True)
+            ]
+        return z, [z, *cells, new_stack, counter], actions
+
+    def stack_state(self, states):
+        return states[-2]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "activation_scale": self.activation_scale,
+                "noise_mean": self.noise_mean,
+                "noise_stddev": self.noise_stddev,
+                "carry_forward": self.carry_forward,
+                "seed": self.seed,
+            }
+        )
+        return config
+
+
+@register_cell("diffstk_rnn")
+class DiffStkRNNCell(DiffStkCell):
+    """DiffStk-RNN cell: an RNN controlling a differentiable stack.
+
+    Implements Mali et al. (2020) eqs. 5-9 and 12, with biases:
+
+        z^_{t-1} = z_{t-1} + P S_{t-1}[0:read_depth] + eps,
+                   eps ~ N(noise_mean, noise_stddev^2), training only
+        z~_t     = f1(U x_t + R z^_{t-1} + b),   f1(x) = scale tanh(2/3 x)
+        a_t      = softmax(A z~_t + b_A)                 (PUSH, POP, NO-OP)
+        S_t      = stack update of eqs. 7-8, pushing sigmoid(D z~_t + b_D)
+        c_t      = c_{t-1} + 1 if argmax a_t is NO-OP else 0
+        z_t      = u_t z~_t + (1 - u_t) z^_{t-1},   u_t = 0 iff c_t > 1
+
+    Differences from the paper: `f1`'s scale is `activation_scale`, default
+    1.7159 (LeCun et al.'s constant; the paper prints 1.7519). The paper
+    decides `u_t` from "the" action of step t, which eq. 6 computes from
+    `z_t` itself; here the action and the pushed value come from the
+    candidate `z~_t`, which is `z_t` on every step that is not carried
+    forward, so a carried-forward step still reads its input. The counter
+    `c_t` counts consecutive steps whose most probable action is NO-OP; it
+    is the last entry of the state, a float. The noise mean and standard
+    deviation are not given in the paper: the noise is off by default.
+    A carried-forward step copies `z^_{t-1}` (read term included), as eq. 12
+    says, and the controller's other states (the LSTM cell `c`) unchanged.
+    The stack is `zoo.layers.stack.DifferentiableStack`: empty value -1
+    (Joulin & Mikolov; Mali et al. do not state one) and NO-OP kept at every
+    depth. The state is `[z, stack, counter]`.
+
+    Args:
+        units: Positive integer, dimensionality of `z_t`.
+        stack_depth: Positive integer, number of stack elements. Default: 64.
+        stack_width: Positive integer, entries per element. Default: 1.
+        read_depth: Positive integer, number of top elements read through
+            `P` (1 in the paper). Default: 1.
+        use_noop: Whether the actions include NO-OP; `carry_forward` needs
+            it. Default: `True`.
+        empty_value: Value of an empty element. Default: -1.0.
+        activation_scale: Positive scale of `f1`. Default: 1.7159.
+        noise_mean: Mean of the state noise. Default: 0.0.
+        noise_stddev: Standard deviation of the state noise; with it and
+            `noise_mean` both 0 there is no noise. Default: 0.0.
+        carry_forward: Whether to apply eq. 12. Default: `True`.
+        seed: Integer seed of the noise. Default: `None`.
+        kernel_initializer: Initializer of `U`, `A`, `D` and `P`.
+        recurrent_initializer: Initializer of `R`.
+        bias_initializer: Initializer of `b`, `b_A` and `b_D`.
+
+    Example:
+
+    >>> cell = DiffStkRNNCell(8, stack_depth=32, noise_stddev=0.1)
+    >>> keras.layers.RNN(cell)(np.zeros((3, 5, 4), "float32")).shape
+    (3, 8)
+    """
+
+    def make_controller(self):
+        return keras.layers.SimpleRNNCell(**self.controller_options())
+
+
+@register_cell("diffstk_lstm")
+class DiffStkLSTMCell(DiffStkCell):
+    """DiffStk-LSTM cell: Keras's LSTM cell controlling a differentiable stack.
+
+    Implements Mali et al. (2020) eqs. 13-18 with the stack of eqs. 5-9 and
+    the carry-forward of eq. 12, with biases: `z^_{t-1} = z_{t-1} + P S_{t-1}
+    [0:read_depth] (+ eps)` is the previous hidden state of
+    `keras.layers.LSTMCell`, whose activation is `f1` (the gates stay
+    sigmoid):
+
+        i, f, o = sigmoid(U_{i,f,o} x_t + R_{i,f,o} z^_{t-1} + b_{i,f,o})
+        c_t     = f * c_{t-1} + i * f1(U x_t + R z^_{t-1} + b)
+        z~_t    = f1(c_t) * o
+
+    A carried-forward step keeps `c_{t-1}`. Everything else, and the
+    differences from the paper, as in `DiffStkRNNCell`. The state is
+    `[z, c, stack, counter]`.
+
+    Args:
+        units: Positive integer, dimensionality of `z_t` and `c_t`.
+        unit_forget_bias: Whether to add 1 to the initial forget-gate bias
+            (Keras's default). Default: `True`.
+        **kwargs: The arguments of `DiffStkRNNCell`.
+
+    Example:
+
+    >>> cell = DiffStkLSTMCell(8, stack_depth=32)
+    >>> keras.layers.RNN(cell)(np.zeros((3, 5, 4), "float32")).shape
+    (3, 8)
+    """
+
+    def __init__(self, units, unit_forget_bias=True, **kwargs):
+        self.unit_forget_bias = unit_forget_bias
+        super().__init__(units, **kwargs)
+
+    def make_controller(self):
+        return keras.layers.LSTMCell(
+            unit_forget_bias=self.unit_forget_bias, **self.controller_options()
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config["unit_forget_bias"] = self.unit_forget_bias
+        return config
+
+
+@register_cell("diffstk_mrnn")
+class DiffStkMRNNCell(DiffStkCell):
+    """DiffStk-MRNN cell: a multiplicative RNN controlling a differentiable stack.
+
+    Implements Mali et al. (2020) eqs. 19-21 with the stack of eqs. 5-9 and
+    the carry-forward of eq. 12: `z^_{t-1}` is the previous state of
+    `zoo.cells.multiplicative.MultiplicativeRNNCell` with activation `f1`:
+
+        m_t  = (W_mx x_t) * (W_mz z^_{t-1})
+        z~_t = f1(W_zm m_t + W_zx x_t + b)
+
+    The paper's eq. 21 repeats eq. 20 with other names; we read eqs. 19-21
+    as one mRNN step (Krause et al. 2016). Everything else, and the
+    differences from the paper, as in `DiffStkRNNCell`. The state is
+    `[z, stack, counter]`.
+
+    Args:
+        units: Positive integer, dimensionality of `z_t` and `m_t`.
+        **kwargs: The arguments of `DiffStkRNNCell`.
+
+    Example:
+
+    >>> cell = DiffStkMRNNCell(8, stack_depth=32)
+    >>> keras.layers.RNN(cell)(np.zeros((3, 5, 4), "float32")).shape
+    (3, 8)
+    """
+
+    def make_controller(self):
+        return MultiplicativeRNNCell(**self.controller_options())
+
+
+@register_cell("diffstk_mlstm")
+class DiffStkMLSTMCell(DiffStkCell):
+    """DiffStk-MLSTM cell: a multiplicative LSTM controlling a differentiable stack.
+
+    Implements Mali et al. (2020) eqs. 22-26 with the stack of eqs. 5-9 and
+    the carry-forward of eq. 12: `z^_{t-1}` is the previous hidden state of
+    `zoo.cells.multiplicative.MultiplicativeLSTMCell` with activation `f1`:
+
+        m_t     = (U_m x_t) * (R_m z^_{t-1})
+        i, f, o = sigmoid(U_{i,f,o} x_t + R_{i,f,o}m m_t + b_{i,f,o})
+        c_t     = f * c_{t-1} + i * f1(U x_t + R_z m_t + b)
+        z~_t    = f1(c_t) * o
+
+    The paper leaves the cell update to "similar" to eqs. 17-18; we use them.
+    A carried-forward step keeps `c_{t-1}`. Everything else, and the
+    differences from the paper, as in `DiffStkRNNCell`. The state is
+    `[z, c, stack, counter]`.
+
+    Args:
+        units: Positive integer, dimensionality of `z_t`, `c_t` and `m_t`.
+        forget_bias: Initial value added to the forget-gate bias.
+            Default: 1.0.
+        weight_normalization: Whether to weight-normalize the recurrent
+            kernels. Default: `False`.
+        **kwargs: The arguments of `DiffStkRNNCell`.
+
+    Example:
+
+    >>> cell = DiffStkMLSTMCell(8, stack_depth=32, forget_bias=3.0)
+    >>> keras.layers.RNN(cell)(np.zeros((3, 5, 4), "float32")).shape
+    (3, 8)
+    """
+
+    def __init__(self, units, forget_bias=1.0, weight_normalization=False, **kwargs):
+        check_number("forget_bias", forget_bias)
+        self.forget_bias = forget_bias
+        self.weight_normalization = weight_normalization
+        super().__init__(units, **kwargs)
+
+    def make_controller(self):
+        return MultiplicativeLSTMCell(
+            forget_bias=self.forget_bias,
+            weight_normalization=self.weight_normalization,
+            **self.controller_options(),
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "forget_bias": self.forget_bias,
+                "weight_normalization": self.weight_normalization,
+            }
+        )
+        return config
+
+
+@register_cell("diffstk_mirnn")
+class DiffStkMIRNNCell(DiffStkCell):
+    """DiffStk-MIRNN cell: a multiplicative-integration RNN with a stack.
+
+    Implements Mali et al. (2020) eq. 27 with the stack of eqs. 5-9 and the
+    carry-forward of eq. 12: `z^_{t-1}` is the previous state of
+    `zoo.cells.multiplicative_integration.MIRNNCell` with activation `f1`:
+
+        z~_t = f1(alpha * (U x_t) * (R z^_{t-1}) + beta1 * (R z^_{t-1})
+                  + beta2 * (U x_t) + b)
+
+    Eq. 27 is the special case alpha = 1, beta1 = beta2 = 0, b = 0; we use
+    Wu et al.'s (2016) general form with trainable `alpha`, `beta1`,
+    `beta2`, initialized as `MIRNNCell` does (1, 0.5, 0.5). Everything else,
+    and the differences from the paper, as in `DiffStkRNNCell`. The state
+    is `[z, stack, counter]`.
+
+    Args:
+        units: Positive integer, dimensionality of `z_t`.
+        **kwargs: The arguments of `DiffStkRNNCell`.
+
+    Example:
+
+    >>> cell = DiffStkMIRNNCell(8, stack_depth=32)
+    >>> keras.layers.RNN(cell)(np.zeros((3, 5, 4), "float32")).shape
+    (3, 8)
+    """
+
+    def make_controller(self):
+        return MIRNNCell(**self.controller_options())
+
+
+def trace_stack(cell, inputs, initial_state=None, training=False):
+    """Runs a stack cell over `inputs` and returns what it did at each step.
+
+    For inspecting a (trained) stack cell: steps the cell in a Python loop
+    and collects, for every step, the action probabilities (PUSH, POP[,
+    NO-OP], in the order of `zoo.layers.stack`) and the top of the stack
+    after the step's update.
+
+    Args:
+        cell: A `StackRNNCell` or DiffStk cell (built or not).
+        inputs: Float sequences `(batch, time, features)`, the cell's inputs
+            (for a recognizer, the embedded tokens: see
+            `zoo.trace_recognizer`).
+        initial_state: The cell's states; default: the zero (empty) state.
+        training: Passed to the cell (state noise). Default: `False`.
+
+    Returns:
+        A dict of tensors: `"actions"` `(batch, time, num_actions)`,
+        `"stack_top"` `(batch, time, stack_width)` and `"outputs"`
+        `(batch, time, units)`.
+
+    Example:
+
+    >>> trace = trace_stack(StackRNNCell(8, stack_depth=16), np.ones((3, 5, 4)))
+    >>> trace["actions"].shape, trace["stack_top"].shape
+    ((3, 5, 2), (3, 5, 1))
+    """
+    if not isinstance(cell, _StackCell):
+        raise ValueError(
+            "`cell` must be a stack cell (StackRNNCell or a DiffStk cell); "
+            f"received {type(cell).__name__}."
+        )
+    inputs = ops.convert_to_tensor(inputs, dtype=cell.compute_dtype)
+    if len(inputs.shape) != 3:
+        raise ValueError(
+            "`inputs` must have shape (batch, time, features); received "
+            f"shape {tuple(inputs.shape)}."
+        )
+    if not cell.built:
+        cell.build((None, inputs.shape[-1]))
+    batch = ops.shape(inputs)[0]
+    states = initial_state
+    if states is None:
+        states = [
+            ops.zeros((batch, size), cell.compute_dtype) for size in cell.state_size
+        ]
+    actions, tops, outputs = [], [], []
+    for t in range(inputs.shape[1]):
+        output, states, step_actions = cell.step(inputs[:, t], states, training)
+        actions.append(step_actions)
+        tops.append(cell.stack.top(cell.stack_state(states)))
+        outputs.append(output)
+    return {
+        "actions": ops.stack(actions, axis=1),
+        "stack_top": ops.stack(tops, axis=1),
+        "outputs": ops.stack(outputs, axis=1),
+    }
