@@ -28,7 +28,7 @@ import zoo
 VARIANTS = [
     ("min_gru[parallel]", "min_gru", {"mode": "parallel"}),
     ("min_lstm[parallel]", "min_lstm", {"mode": "parallel"}),
-    *[(f"mmlstm[k={k}]", "mmlstm", {"num_matrices": k}) for k in (1, 2, 4, 8)],
+    *[(f"mmlstm[k={k}]", "mmlstm", {"num_choices": k}) for k in (1, 2, 4, 8)],
     *[
         (f"{name}[depth={depth}]", name, {"stack_depth": depth})
         for name in ("stack_rnn", "diffstk_rnn", "diffstk_lstm")

@@ -145,16 +145,24 @@ def _download(folder, filename):
     source = SOURCES[folder]
     url = source["url"]
     archive = url.endswith((".zip", ".tgz", ".tar.gz"))
-    path = Path(
-        keras.utils.get_file(
-            fname=f"{folder}-{url.rsplit('/', 1)[-1]}",
-            origin=url,
-            file_hash=source["sha256"],
-            hash_algorithm="sha256",
-            extract=archive,
-            cache_subdir=os.path.join("datasets", "zoo"),
+    try:
+        path = Path(
+            keras.utils.get_file(
+                fname=f"{folder}-{url.rsplit('/', 1)[-1]}",
+                origin=url,
+                file_hash=source["sha256"],
+                hash_algorithm="sha256",
+                extract=archive,
+                cache_subdir=os.path.join("datasets", "zoo"),
+            )
         )
-    )
+    except Exception as error:  # get_file raises a bare Exception on URL errors
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise FileNotFoundError(
+            f"{folder}/{filename} is not in a data directory and downloading it "
+            f"failed ({reason}); expected a folder holding {folder}/ given as "
+            f"data_dir or {ENV_VAR}"
+        ) from None
     if not archive:
         return path
     # Keras returns the archive or the extraction folder depending on version.

@@ -1,0 +1,130 @@
+"""Exports a trained run as a SavedModel for inference.
+
+    python -m training.export RUN_DIR OUT_DIR
+
+The SavedModel has two endpoints and needs only `tensorflow` and
+`tensorflow_text` to load (`import tensorflow_text` registers the
+tokenizer's ops):
+
+- `serve(token_ids)`: int32 `(batch, time)` -> the model's output: logits
+  `(batch, time, vocab)` for a language model, the dict `next_symbol` /
+  `accept` for a recognizer, closing-bracket probabilities for the Dyck-RNN.
+- `serve_text(texts)`: a batch of strings, tokenized inside the graph with the
+  run's vocabulary (tokens separated by spaces for Dyck and recognition
+  runs, e.g. `"(a (b b) a)"`), -> a dict with `log_probabilities`
+  `(batch, time, vocab)` (next-token log-probabilities; the text is read
+  after the task's start token when it has one, so position 0 predicts the
+  first token), `log_likelihood` `(batch,)` (of each whole string) and
+  `lengths` `(batch,)` (tokens per string; rows are padded past it), plus
+  `accept` `(batch,)` for a recognizer; the Dyck-RNN gives
+  `closing_log_probabilities` `(batch, time, k)` instead of the first two.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from training import runs
+from training.data.tokenize import Tokenizer
+
+
+class TextScorer(tf.Module):
+    """Tokenizes a batch of strings and runs the model on them.
+
+    The ids of each string are read after `start_id` when there is one. What
+    comes back depends on the model's `head`: a language model (or the
+    next-symbol head of a recognizer) gives `log_probabilities` and
+    `log_likelihood`; a recognizer adds `accept`, the probability that each
+    whole string is in the language; the Dyck-RNN gives
+    `closing_log_probabilities` over the k closing brackets.
+    """
+
+    def __init__(self, model, vocabulary, start_id=None, head="language_model"):
+        super().__init__()
+        self.model = model
+        self.tokenizer = Tokenizer(vocabulary)
+        self.start_id = start_id
+        self.head = head
+
+    def __call__(self, texts):
+        ids = tf.map_fn(
+            self.tokenizer,
+            texts,
+            fn_output_signature=tf.RaggedTensorSpec([None], tf.int32),
+        )  # ragged [batch, tokens]
+        lengths = ids.row_lengths()
+        if self.start_id is not None:
+            start_id = tf.constant(self.start_id, tf.int32)
+            start = tf.fill([tf.shape(texts)[0], 1], start_id)  # [batch, 1]
+            inputs = tf.concat([tf.RaggedTensor.from_tensor(start), ids], axis=1)
+            targets = ids  # position t predicts token t
+        else:
+            inputs, targets = ids, ids[:, 1:]  # position t predicts token t + 1
+        padded = inputs.to_tensor(0)  # [batch, time]
+        outputs = self.model(padded, training=False)
+        results = {"lengths": lengths}
+        if self.head == "closing_brackets":
+            results["closing_log_probabilities"] = tf.math.log(outputs)
+            return results
+        if self.head == "recognizer":
+            last = inputs.row_lengths() - 1  # the step that read the last token
+            results["accept"] = tf.gather(outputs["accept"][..., 0], last, batch_dims=1)
+            outputs = outputs["next_symbol"]
+        log_probabilities = tf.nn.log_softmax(outputs)  # [batch, time, vocab]
+        time = tf.shape(padded)[1]
+        target_ids = targets.to_tensor(0, shape=tf.stack([tf.shape(padded)[0], time]))
+        picked = tf.gather(log_probabilities, target_ids, batch_dims=2)
+        mask = tf.sequence_mask(targets.row_lengths(), time)  # [batch, time]
+        results["log_probabilities"] = log_probabilities
+        results["log_likelihood"] = tf.reduce_sum(tf.where(mask, picked, 0.0), axis=1)
+        return results
+
+
+def export_model(model, vocabulary, path, start_id=None, head="language_model"):
+    """Writes `model` with the `serve` and `serve_text` endpoints to `path`."""
+    scorer = TextScorer(model, vocabulary, start_id, head)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.track(scorer.tokenizer)
+    archive.add_endpoint(
+        "serve",
+        lambda token_ids: model(token_ids, training=False),
+        input_signature=[tf.TensorSpec([None, None], tf.int32, name="token_ids")],
+    )
+    archive.add_endpoint(
+        "serve_text",
+        scorer,
+        input_signature=[tf.TensorSpec([None], tf.string, name="texts")],
+    )
+    archive.write_out(str(path), verbose=False)
+    return Path(path)
+
+
+def export_run(run_dir, out_dir):
+    """Exports the best model of a run directory; returns the SavedModel path."""
+    _, vocabulary, task, model = runs.load_run(run_dir)
+    return export_model(
+        model, vocabulary, out_dir, start_id=task.start_id, head=task.head
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m training.export", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("run_dir")
+    parser.add_argument("out_dir")
+    args = parser.parse_args(argv)
+    try:
+        path = export_run(args.run_dir, args.out_dir)
+    except (ValueError, FileNotFoundError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    print(f"SavedModel: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Samples text from a trained language model, one step at a time.
+
+    python -m training.generate RUN_DIR --prompt TEXT --length N
+        [--temperature T] [--top-k K] [--seed S]
+
+The prompt is read once; each new token is then fed alone to a stateful copy
+of the model, so the recurrent state is stepped rather than the prefix
+re-run.
+"""
+
+import argparse
+import sys
+
+import numpy as np
+
+import zoo
+from training import runs
+
+
+def sample_next(logits, temperature, top_k, rng):
+    """Draws one id from `logits` at `temperature`, among the `top_k` best."""
+    logits = np.asarray(logits, np.float64) / temperature
+    if top_k is not None and top_k < len(logits):
+        cutoff = np.sort(logits)[-top_k]
+        logits = np.where(logits >= cutoff, logits, -np.inf)
+    probabilities = np.exp(logits - logits.max())
+    probabilities /= probabilities.sum()
+    return int(rng.choice(len(probabilities), p=probabilities))
+
+
+def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
+    """Returns `prompt` followed by `length` sampled tokens, as text."""
+    if length < 0:
+        raise ValueError(f"`length` must be >= 0; received {length!r}.")
+    if not temperature > 0:
+        raise ValueError(f"`temperature` must be > 0; received {temperature!r}.")
+    if top_k is not None and top_k < 1:
+        raise ValueError(f"`top_k` must be >= 1; received {top_k!r}.")
+    _, vocabulary, task, trained = runs.load_run(run_dir)
+    model = task.build_model(stateful=True, batch_size=1)
+    model.set_weights(trained.get_weights())
+    zoo.reset_states(model)
+    ids = vocabulary.encode(prompt, on_oov="unk", split="prompt").ids.tolist()
+    if vocabulary.add_eos and ids and ids[-1] == vocabulary.eos_id:
+        ids = ids[:-1]  # the prompt continues; it does not end a line
+    context = ([task.start_id] if task.start_id is not None else []) + ids
+    if not context:
+        raise ValueError("`prompt` is empty and the task has no start token.")
+    rng = np.random.default_rng(seed)
+    logits = model(np.asarray([context], np.int32), training=False)[0, -1]
+    generated = []
+    for _ in range(length):
+        token = sample_next(logits, temperature, top_k, rng)
+        generated.append(token)
+        logits = model(np.asarray([[token]], np.int32), training=False)[0, -1]
+    separator = " " if vocabulary.level == "word" and ids and generated else ""
+    return prompt + separator + vocabulary.decode(generated)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m training.generate", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("run_dir")
+    parser.add_argument("--prompt", required=True)
+    parser.add_argument("--length", type=int, default=100)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-k", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        text = generate(
+            args.run_dir,
+            args.prompt,
+            args.length,
+            args.temperature,
+            args.top_k,
+            args.seed,
+        )
+    except (ValueError, FileNotFoundError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Experiment recipes: one TOML file per experiment of the papers.
+
+A recipe has four tables: `task` (what data and metrics), `model` (the zoo
+builder's arguments; `model.options` goes to the cell), `train` (optimizer,
+epochs, callbacks) and `small`, which holds the same tables again with the
+values that shrink the experiment from the paper's scale to minutes on 2 CPU
+cores. `resolve` merges the defaults, the recipe, the scale and the user's
+`key=value` overrides, and rejects any key it does not know.
+"""
+
+import copy
+import json
+from pathlib import Path
+
+import tomllib
+
+RECIPE_DIR = Path(__file__).parent / "recipes"
+SCALES = ("small", "paper")
+
+# Every key a recipe may set, with its default; `None` means "no default".
+DEFAULTS = {
+    "description": "",
+    "source": "",
+    "task": {
+        "kind": None,  # dyck | dyck_closing | recognition | language_model
+        # Dyck-(k, m)
+        "k": 2,
+        "m": 4,
+        "train_sequences": 10_000,
+        "dev_sequences": 4_000,
+        "test_sequences": 10_000,
+        # recognition
+        "language": "D2",
+        "split_scale": 1.0,
+        # language modelling
+        "corpus": "ptb",
+        "level": "char",
+        "data_dir": None,
+        "sequence_length": 100,
+    },
+    "model": {
+        "cell": None,
+        "units": 64,
+        "embedding_dim": None,
+        "num_layers": 1,
+        "dropout": 0.0,
+        "output_dropout": None,
+        "tie_embeddings": False,
+        "options": {},
+    },
+    "train": {
+        "seed": 0,
+        "epochs": 10,
+        "batch_size": 32,
+        "learning_rate": 1e-3,
+        "final_learning_rate": None,  # linear decay to this value (mLSTM paper)
+        "clipnorm": 1.0,
+        "early_stopping_patience": 5,
+        "reduce_lr_patience": None,
+        "reduce_lr_factor": 0.5,
+        "temperature_factor": None,  # second-order LSTM annealing (0.9)
+        "temperature_min": 0.05,
+        "stateful": False,
+        "max_steps_per_epoch": None,
+    },
+}
+
+
+class RecipeError(ValueError):
+    """A recipe or override the user gave is wrong; the message is one line."""
+
+
+def available_recipes():
+    """Returns the sorted names of the recipe files."""
+    return sorted(path.stem for path in RECIPE_DIR.glob("*.toml"))
+
+
+def _flat_keys(table, prefix=""):
+    keys = []
+    for key, value in table.items():
+        if isinstance(value, dict) and key != "options":
+            keys += _flat_keys(value, f"{prefix}{key}.")
+        else:
+            keys.append(f"{prefix}{key}")
+    return keys
+
+
+def _merge(base, update, where):
+    for key, value in update.items():
+        if key == "small" and not where:
+            continue
+        if key not in base:
+            valid = ", ".join(_flat_keys(base, where))
+            raise RecipeError(
+                f"Unknown recipe key {where + key!r}; valid keys: {valid}."
+            )
+        if key == "options":
+            base[key] = {**base[key], **value}
+        elif isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise RecipeError(f"Recipe key {where + key!r} must be a table.")
+            _merge(base[key], value, f"{where}{key}.")
+        else:
+            _check_type(f"{where}{key}", base[key], value)
+            base[key] = value
+
+
+def _check_type(key, default, value):
+    if default is None or value is None:
+        return
+    expected = type(default)
+    if expected is float and type(value) is int:
+        return
+    if type(value) is not expected:
+        raise RecipeError(
+            f"Recipe key {key!r} must be of type {expected.__name__}; "
+            f"received {value!r}."
+        )
+
+
+def parse_override(text):
+    """Parses `a.b=value` into (["a", "b"], value); values are JSON or strings."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise RecipeError(f"Override {text!r} must look like section.key=value.")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.split("."), value
+
+
+def resolve(name, scale="small", overrides=()):
+    """Returns the recipe `name` at `scale` with `overrides` applied.
+
+    `name` is a recipe in `training/recipes/` or a path to a `.toml` file.
+
+    Raises:
+        RecipeError: unknown recipe, scale or key, or a malformed override.
+    """
+    path = Path(name) if str(name).endswith(".toml") else RECIPE_DIR / f"{name}.toml"
+    if str(name).endswith(".toml"):
+        if not path.is_file():
+            raise RecipeError(f"Recipe file {str(path)!r} does not exist.")
+        name = path.stem
+    elif name not in available_recipes():
+        raise RecipeError(
+            f"Unknown recipe {name!r}; expected one of: "
+            f"{', '.join(available_recipes())}, or a path ending in .toml."
+        )
+    if scale not in SCALES:
+        raise RecipeError(f"Unknown scale {scale!r}; expected one of: small, paper.")
+    try:
+        with open(path, "rb") as file:
+            recipe = tomllib.load(file)
+    except tomllib.TOMLDecodeError as error:
+        raise RecipeError(
+            f"Recipe file {str(path)!r} is not valid TOML: {error}."
+        ) from None
+    resolved = copy.deepcopy(DEFAULTS)
+    _merge(resolved, recipe, "")
+    if scale == "small":
+        _merge(resolved, recipe.get("small", {}), "")
+    for text in overrides:
+        path, value = parse_override(text)
+        update = value
+        for key in reversed(path):
+            update = {key: update}
+        _merge(resolved, update, "")
+    resolved["name"], resolved["scale"] = name, scale
+    for section, key in (("task", "kind"), ("model", "cell")):
+        if resolved[section][key] is None:
+            raise RecipeError(f"Recipe {name!r} does not set {section}.{key}.")
+    return resolved
