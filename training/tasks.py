@@ -325,21 +325,36 @@ class LanguageModelTask:
     def __init__(self, recipe, vocabulary=None):
         self.recipe = recipe
         task, train = recipe["task"], recipe["train"]
-        self.corpus = load_corpus(task)
-        self.vocabulary = vocabulary or Vocabulary.build(
-            self.corpus.train, level=self.corpus.level, add_eos=self.corpus.add_eos
-        )
+        self._corpus = None
+        self._encoded = None
+        if vocabulary is None:  # built from the training split only
+            self.vocabulary = Vocabulary.build(
+                self.corpus.train, level=self.corpus.level, add_eos=self.corpus.add_eos
+            )
+        else:  # a saved run's: the corpus is read only if data are needed
+            self.vocabulary = vocabulary
         self.vocab_size = len(self.vocabulary)
         # Text is read after an end of line, as the corpus's lines are.
         self.start_id = self.vocabulary.eos_id if self.vocabulary.add_eos else None
-        self.encoded = {
-            split: self.vocabulary.encode(text, on_oov="unk", split=split)
-            for split, text in self.corpus.splits().items()
-        }
         self.stateful = train["stateful"]
         self.batch_size = train["batch_size"]
         self.sequence_length = task["sequence_length"]
         self._shuffle_callback = None
+
+    @property
+    def corpus(self):
+        if self._corpus is None:
+            self._corpus = load_corpus(self.recipe["task"])
+        return self._corpus
+
+    @property
+    def encoded(self):
+        if self._encoded is None:
+            self._encoded = {
+                split: self.vocabulary.encode(text, on_oov="unk", split=split)
+                for split, text in self.corpus.splits().items()
+            }
+        return self._encoded
 
     def compile_arguments(self):
         return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
