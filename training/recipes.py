@@ -10,9 +10,8 @@ cores. `resolve` merges the defaults, the recipe, the scale and the user's
 
 import copy
 import json
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 RECIPE_DIR = Path(__file__).parent / "recipes"
 SCALES = ("small", "paper")

@@ -22,6 +22,8 @@ batch_size)`, `compile_arguments()`, `train_data()`, `validation_data()`,
 `callbacks()`, `evaluate(model, split)` and `report(metrics, split)`.
 """
 
+import copy
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -66,7 +68,21 @@ def epoch_shuffled(arrays, batch_size, seed):
     return dataset.batch(batch_size), EpochShuffle(epoch)
 
 
-class DyckTask:
+class Task:
+    """What every task shares."""
+
+    def with_recipe(self, recipe):
+        """The same data with another recipe's model and training settings.
+
+        Keras Tuner's trials use it: every trial reads the data generated or
+        loaded once, and builds and trains the trial's model.
+        """
+        clone = copy.copy(self)
+        clone.recipe = recipe
+        return clone
+
+
+class DyckTask(Task):
     """Next-token prediction on Dyck-(k, m), evaluated with WCPA and LDPA."""
 
     monitor = "val_loss"
@@ -221,7 +237,7 @@ class DyckClosingTask(DyckTask):
         return probabilities
 
 
-class RecognitionTask:
+class RecognitionTask(Task):
     """Recognition of Dyck-n or palindromes with Mali et al.'s hybrid loss."""
 
     monitor = "val_loss"
@@ -315,7 +331,7 @@ class RecognitionTask:
         return "\n".join(lines)
 
 
-class LanguageModelTask:
+class LanguageModelTask(Task):
     """Language modelling on a text corpus with truncated BPTT."""
 
     monitor = "val_loss"

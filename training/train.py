@@ -36,18 +36,25 @@ def optimizer_for(train, steps_per_epoch):
     return keras.optimizers.Adam(learning_rate, global_clipnorm=train["clipnorm"])
 
 
-def callbacks_for(recipe, task, run_dir):
-    train = recipe["train"]
-    callbacks = [
+def run_directory_callbacks(run_dir, monitor):
+    """The callbacks that write into a run directory: backup, best model, logs."""
+    return [
         keras.callbacks.BackupAndRestore(str(run_dir / "backup")),
         keras.callbacks.ModelCheckpoint(
-            str(run_dir / runs.BEST), monitor=task.monitor, save_best_only=True
-        ),
-        keras.callbacks.EarlyStopping(
-            monitor=task.monitor, patience=train["early_stopping_patience"]
+            str(run_dir / runs.BEST), monitor=monitor, save_best_only=True
         ),
         keras.callbacks.CSVLogger(str(run_dir / "log.csv"), append=True),
         keras.callbacks.TensorBoard(str(run_dir / "tensorboard"), write_graph=False),
+    ]
+
+
+def schedule_callbacks(recipe, task):
+    """The callbacks that steer training: stopping, learning rate, temperature."""
+    train = recipe["train"]
+    callbacks = [
+        keras.callbacks.EarlyStopping(
+            monitor=task.monitor, patience=train["early_stopping_patience"]
+        ),
         keras.callbacks.TerminateOnNaN(),
         *task.callbacks(),
     ]
@@ -113,7 +120,11 @@ def train(recipe, run_dir, verbose=None, extra_callbacks=()):
         epochs=train_options["epochs"],
         steps_per_epoch=steps,
         shuffle=False,  # the task's dataset shuffles, by epoch (see tasks.py)
-        callbacks=[*callbacks_for(recipe, task, run_dir), *extra_callbacks],
+        callbacks=[
+            *run_directory_callbacks(run_dir, task.monitor),
+            *schedule_callbacks(recipe, task),
+            *extra_callbacks,
+        ],
         verbose=verbose,
     )
     best = task.build_model(stateful=False)

@@ -1,0 +1,192 @@
+import keras
+import keras_tuner
+import pytest
+
+import zoo.cells.multi_matrix  # noqa: F401  registers mmrnn, mmlstm
+import zoo.cells.second_order  # noqa: F401  registers second_order_lstm
+import zoo.cells.stack  # noqa: F401  registers stack_rnn, diffstk_*
+from training import recipes
+from tuning.hypermodels import (
+    MultiMatrixHyperModel,
+    RecurrentHyperModel,
+    SecondOrderHyperModel,
+    StackHyperModel,
+)
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    return recipes.resolve("tiny_dyck_lstm")
+
+
+@pytest.fixture(scope="module")
+def task(recipe):
+    from training.tasks import make_task
+
+    return make_task(recipe)
+
+
+def declared(hypermodel, **values):
+    """The hyperparameters of `hypermodel`'s space, with `values` chosen."""
+    hp = keras_tuner.HyperParameters()
+    hypermodel.recipe_for(hp)
+    hp.values.update(values)
+    return hp
+
+
+def conditions(hp, name):
+    (entry,) = [h for h in hp.space if h.name == name]
+    return [(c.name, list(c.values)) for c in entry.conditions]
+
+
+def test_cell_options_are_conditional_on_the_cells_that_take_them(recipe, task):
+    hypermodel = RecurrentHyperModel(
+        recipe, cells=["lstm", "mmlstm", "second_order_lstm"], task=task
+    )
+    hp = declared(hypermodel)
+    assert conditions(hp, "num_choices") == [("cell", ["mmlstm"])]
+    assert conditions(hp, "num_cells") == [("cell", ["second_order_lstm"])]
+    assert conditions(hp, "units") == []
+    assert not any(h.name == "stack_depth" for h in hp.space)
+
+    hp = declared(hypermodel, cell="mmlstm", num_choices=8)
+    assert hypermodel.recipe_for(hp)["model"]["options"] == {"num_choices": 8}
+    model = hypermodel.build(hp)
+    assert model.get_layer("mmlstm_0").cell.num_choices == 8
+
+    hp = declared(hypermodel, cell="lstm", num_choices=8, num_cells=3)
+    assert hypermodel.recipe_for(hp)["model"]["options"] == {}
+    cell = hypermodel.build(hp).get_layer("lstm_0").cell
+    assert isinstance(cell, keras.layers.LSTMCell)
+
+
+def test_option_of_every_searched_cell_is_not_conditional(recipe, task):
+    hypermodel = RecurrentHyperModel(
+        recipe, cells=["mmrnn", "mmlstm"], num_choices=[3, 5], task=task
+    )
+    hp = declared(hypermodel, cell="mmrnn", num_choices=5)
+    assert conditions(hp, "num_choices") == []
+    assert hypermodel.recipe_for(hp)["model"]["options"] == {"num_choices": 5}
+
+
+def test_recipe_for_sets_the_searched_values(recipe, task):
+    hypermodel = RecurrentHyperModel(recipe, units=[4, 12], task=task)
+    hp = declared(hypermodel, units=12, num_layers=2, dropout=0.2, learning_rate=3e-3)
+    trial = hypermodel.recipe_for(hp)
+    assert trial["model"]["units"] == 12
+    assert trial["model"]["num_layers"] == 2
+    assert trial["model"]["dropout"] == 0.2
+    assert trial["train"]["learning_rate"] == 3e-3
+    assert trial["task"] == recipe["task"]
+    assert recipe["model"]["units"] == 8  # the base recipe is left as it was
+    model = hypermodel.build(hp)
+    assert [layer.name for layer in model.layers if "lstm" in layer.name] == [
+        "lstm_0",
+        "lstm_1",
+    ]
+    assert model.get_layer("lstm_0").cell.units == 12
+    assert float(model.optimizer.learning_rate) == pytest.approx(3e-3)
+
+
+def test_single_values_are_fixed_not_searched(recipe, task):
+    hypermodel = RecurrentHyperModel(
+        recipe, units=6, num_layers=1, learning_rate=2e-3, dropout=0.1, task=task
+    )
+    hp = keras_tuner.HyperParameters()
+    trial = hypermodel.recipe_for(hp)
+    assert hp.space == []
+    assert trial["model"]["units"] == 6
+    assert trial["model"]["dropout"] == 0.1
+    assert trial["train"]["learning_rate"] == 2e-3
+
+
+def test_choice_defaults_to_the_recipe_value(recipe, task):
+    hypermodel = RecurrentHyperModel(recipe, units=[4, 8, 16], task=task)
+    hp = keras_tuner.HyperParameters()
+    trial = hypermodel.recipe_for(hp)
+    assert trial["model"]["units"] == recipe["model"]["units"] == 8
+    assert trial["train"]["learning_rate"] == recipe["train"]["learning_rate"]
+
+
+@pytest.mark.parametrize(
+    "cell, num_layers, options",
+    [
+        ("lstm", 1, {}),
+        ("lstm", 2, {}),
+        ("mmlstm", 1, {"num_choices": 4}),
+        ("second_order_lstm", 2, {"num_cells": 3}),
+        ("diffstk_rnn", 1, {"stack_depth": 16}),
+    ],
+)
+def test_param_budget_derives_the_closest_units(
+    recipe, task, cell, num_layers, options
+):
+    budget = 6000
+    hypermodel = RecurrentHyperModel(
+        recipe, cells=[cell], num_layers=num_layers, param_budget=budget, task=task
+    )
+    hp = declared(hypermodel, **options)
+    assert not any(h.name == "units" for h in hp.space)
+    trial = hypermodel.recipe_for(hp)
+    count = hypermodel.check_budget(trial)
+    assert abs(count - budget) <= 0.05 * budget
+    assert hypermodel.build(hp).count_params() == count
+    # No other hidden size is closer to the budget.
+    for units in (trial["model"]["units"] - 1, trial["model"]["units"] + 1):
+        other = {**trial, "model": {**trial["model"], "units": units}}
+        assert abs(hypermodel.count_parameters(other) - budget) >= abs(count - budget)
+
+
+def test_unreachable_budget_fails_the_trial_not_the_build(recipe, task):
+    hypermodel = RecurrentHyperModel(
+        recipe, cells=["mmlstm"], num_choices=8, param_budget=100, task=task
+    )
+    hp = declared(hypermodel)
+    model = hypermodel.build(hp)  # building (also done to explore the space) works
+    assert model.get_layer("mmlstm_0").cell.units == 1
+    with pytest.raises(keras_tuner.errors.FailedTrialError, match="budget 100"):
+        hypermodel.fit(hp, model)
+
+
+def test_fit_trains_the_recipe_and_records_the_parameter_count(recipe, task):
+    hypermodel = RecurrentHyperModel(recipe, units=4, num_layers=1, task=task)
+    hp = declared(hypermodel)
+    model = hypermodel.build(hp)
+    history = hypermodel.fit(hp, model, verbose=0)
+    assert len(history.history["val_loss"]) == recipe["train"]["epochs"]
+    assert history.history["parameters"] == [float(model.count_params())]
+    assert int(model.optimizer.iterations) == recipe["train"]["max_steps_per_epoch"]
+
+
+def test_family_hypermodels_search_their_cells_and_knob(recipe, task):
+    hp = declared(MultiMatrixHyperModel(recipe, task=task))
+    assert [h.values for h in hp.space if h.name in ("cell", "num_choices")] == [
+        ["mmrnn", "mmlstm"],
+        [2, 4, 8],
+    ]
+    hp = declared(SecondOrderHyperModel(recipe, task=task))
+    assert [h.values for h in hp.space if h.name == "num_cells"] == [[2, 3, 4]]
+    hp = declared(StackHyperModel(recipe, task=task))
+    assert [h.values for h in hp.space if h.name == "stack_depth"] == [[8, 16, 32, 64]]
+    assert conditions(hp, "stack_depth") == []  # every stack cell takes it
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"cells": ["nope"]}, "Unknown cell 'nope'"),
+        ({"cells": ["lstm", "lstm"]}, "`cells` must not repeat"),
+        ({"cells": []}, "`cells` must be a value or a non-empty list"),
+        ({"units": [8, 0]}, "`units` must be a positive integer; received 0"),
+        ({"num_layers": 1.5}, "`num_layers` must be a positive integer"),
+        ({"learning_rate": (1e-2, 1e-4)}, "0 < low < high"),
+        ({"learning_rate": -1.0}, r"`learning_rate` must be in \(0"),
+        ({"dropout": [0.0, 1.0]}, r"`dropout` must be in \[0, 1\)"),
+        ({"param_budget": 0}, "`param_budget` must be a positive integer"),
+        ({"budget_tolerance": 0}, r"`budget_tolerance` must be in \(0"),
+        ({"stack_depth": [8, 16]}, "`stack_depth` is not an option of any searched"),
+    ],
+)
+def test_invalid_arguments(recipe, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        RecurrentHyperModel(recipe, **arguments)

@@ -1,0 +1,197 @@
+import json
+import shutil
+
+import pytest
+
+import zoo.cells.multi_matrix  # noqa: F401  registers mmlstm
+from training import recipes, runs
+from training import train as train_cli
+from tuning import search
+
+TINY = ["--recipe", "tiny_dyck_lstm", "--units", "4,8", "--verbose", "0"]
+
+
+def run(directory, *arguments, project="tiny"):
+    argv = [*TINY, "--directory", str(directory), "--project-name", project]
+    return search.main([*argv, *arguments])
+
+
+def trials(project_dir):
+    """`{trial_id: trial.json}` of a search's project directory."""
+    return {
+        path.parent.name: json.loads(path.read_text())
+        for path in sorted(project_dir.glob("trial_*/trial.json"))
+    }
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+    """A random search run for one trial, then resumed up to two."""
+    directory = tmp_path_factory.mktemp("search")
+    assert run(directory, "--max-trials", "1") == 0
+    first = trials(directory / "tiny")
+    assert run(directory, "--max-trials", "2") == 0
+    return directory, first
+
+
+def test_two_trial_search_finishes_and_its_best_recipe_trains(searched, capsys):
+    directory, _ = searched
+    project = directory / "tiny"
+    finished = trials(project)
+    assert [t["status"] for t in finished.values()] == ["COMPLETED", "COMPLETED"]
+    best = min(finished.values(), key=lambda t: t["score"])
+    recipe = recipes.resolve(str(project / search.BEST_RECIPE))
+    values = best["hyperparameters"]["values"]
+    assert recipe["model"]["units"] == values["units"]
+    assert recipe["model"]["num_layers"] == values["num_layers"]
+    assert recipe["train"]["learning_rate"] == values["learning_rate"]
+    assert recipe["task"] == recipes.resolve("tiny_dyck_lstm")["task"]
+
+    run_dir = directory / "best_run"
+    argv = [str(project / search.BEST_RECIPE), "--run-dir", str(run_dir)]
+    assert train_cli.main([*argv, "--no-export"]) == 0
+    assert "wcpa" in runs.read_json(run_dir / runs.METRICS)["valid"]
+    assert runs.read_json(run_dir / runs.RECIPE)["model"] == recipe["model"]
+
+
+def test_resumed_search_keeps_its_trials(searched, capsys):
+    directory, first = searched
+    project = directory / "tiny"
+    # The second command ran one more trial and kept the first as it was.
+    assert trials(project)["trial_0"] == first["trial_0"]
+    before = trials(project)
+    assert run(directory, "--max-trials", "2") == 0
+    assert trials(project) == before
+    output = capsys.readouterr().out
+    assert "Reloading Tuner" in output
+    assert "2 trials" in output
+
+
+def test_overwrite_starts_afresh(searched, tmp_path, capsys):
+    directory, _ = searched
+    shutil.copytree(directory / "tiny", tmp_path / "tiny")
+    assert len(trials(tmp_path / "tiny")) == 2
+    assert run(tmp_path, "--max-trials", "1", "--overwrite") == 0
+    assert list(trials(tmp_path / "tiny")) == ["trial_0"]
+    assert "Reloading" not in capsys.readouterr().out
+
+
+def test_summary_table_lists_trials_parameters_and_objective(searched, capsys):
+    directory, _ = searched
+    assert run(directory, "--max-trials", "2") == 0
+    output = capsys.readouterr().out
+    header = next(line for line in output.splitlines() if line.startswith("| trial"))
+    assert [name.strip() for name in header.split("|")[1:-1]] == [
+        "trial",
+        "status",
+        "num_layers",
+        "dropout",
+        "learning_rate",
+        "units",
+        "parameters",
+        "val_loss",
+    ]
+    rows = [line for line in output.splitlines() if line.startswith("| ")][1:]
+    assert len(rows) == 2
+    for row, trial in zip(rows, trials(directory / "tiny").values(), strict=True):
+        cells = [cell.strip() for cell in row.split("|")[1:-1]]
+        parameters = trial["metrics"]["metrics"]["parameters"]["observations"]
+        assert cells[-2] == f"{int(parameters[0]['value'][0]):,}"
+        assert cells[-1] == f"{trial['score']:.4g}"
+    saved = (directory / "tiny" / search.SUMMARY).read_text()
+    assert saved.strip() in output
+    assert "Train it: python -m training.train" in output
+
+
+def test_budgeted_search_keeps_every_trial_within_five_percent(tmp_path):
+    budget = 3000
+    arguments = ["--max-trials", "2", "--param-budget", str(budget)]
+    arguments += ["--cells", "lstm,mmlstm", "--option", "num_choices=2,3"]
+    assert run(tmp_path, *arguments, "--seed", "3") == 0
+    finished = trials(tmp_path / "tiny")
+    assert len(finished) == 2
+    assert {t["status"] for t in finished.values()} == {"COMPLETED"}
+    for trial in finished.values():
+        observations = trial["metrics"]["metrics"]["parameters"]["observations"]
+        assert abs(observations[0]["value"][0] - budget) <= 0.05 * budget
+    recipe = recipes.resolve(str(tmp_path / "tiny" / search.BEST_RECIPE))
+    assert recipe["model"]["units"] not in (4, 8)  # derived, not searched
+
+
+def test_unreachable_budget_is_a_failed_trial_not_a_crash(tmp_path, capsys):
+    assert run(tmp_path, "--max-trials", "1", "--param-budget", "50") == 1
+    (trial,) = trials(tmp_path / "tiny").values()
+    assert trial["status"] == "FAILED"
+    assert "parameter budget 50" in trial["message"]
+    output = capsys.readouterr().out
+    assert "| 0     | failed" in output
+    assert "No trial completed" in output
+
+
+def test_hyperband_runs_a_trial(tmp_path):
+    arguments = ["--tuner", "hyperband", "--max-trials", "1", "train.epochs=2"]
+    assert run(tmp_path, *arguments) == 0
+    (trial,) = trials(tmp_path / "tiny").values()
+    assert trial["status"] == "COMPLETED"
+    assert trial["hyperparameters"]["values"]["tuner/epochs"] == 2
+    assert (tmp_path / "tiny" / search.BEST_RECIPE).is_file()
+
+
+def test_bayesian_runs_a_trial(tmp_path):
+    arguments = ["--tuner", "bayesian", "--max-trials", "1"]
+    assert run(tmp_path, *arguments) == 0
+    (trial,) = trials(tmp_path / "tiny").values()
+    assert trial["status"] == "COMPLETED"
+
+
+def test_recipe_file_reads_back_as_the_recipe(tmp_path):
+    recipe = recipes.resolve(
+        "dyck2_mlstm",
+        "paper",
+        ['model.options={"forget_bias": 3.0, "name": "a \\"quoted\\" name"}'],
+    )
+    path = search.write_recipe(recipe, tmp_path / "recipe.toml")
+    read_back = recipes.resolve(str(path), "paper")
+    for section in ("task", "model", "train"):
+        assert read_back[section] == recipe[section]
+    assert read_back["description"] == recipe["description"]
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--recipe", "nope"], "Unknown recipe 'nope'"),
+        (["--recipe", "tiny_dyck_lstm", "--units", "4,x"], "`units` must be comma"),
+        (["--recipe", "tiny_dyck_lstm", "--option", "k"], "must look like NAME=V"),
+        (["--recipe", "tiny_dyck_lstm", "--cells", "lstm,nope"], "Unknown cell"),
+        (["--recipe", "tiny_dyck_lstm", "--max-trials", "0"], "`max_trials` must be"),
+    ],
+)
+def test_invalid_arguments(tmp_path, capsys, arguments, message):
+    with pytest.raises(SystemExit) as exit_info:
+        search.main([*arguments, "--directory", str(tmp_path)])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error
+    assert len(error.strip().splitlines()) == 1
+
+
+def test_worker_refuses_overwrite(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KERASTUNER_TUNER_ID", "tuner1")
+    monkeypatch.setenv("KERASTUNER_ORACLE_IP", "127.0.0.1")
+    monkeypatch.setenv("KERASTUNER_ORACLE_PORT", "1")
+    with pytest.raises(SystemExit):
+        run(tmp_path, "--overwrite")
+    assert "--overwrite is for the chief" in capsys.readouterr().err
+
+
+def test_same_seed_draws_the_same_trials(tmp_path):
+    # An unreachable budget fails each trial before training: a fast search.
+    arguments = ["--max-trials", "2", "--param-budget", "50"]
+    for name in ("first", "second"):
+        run(tmp_path / name, *arguments, "--max-consecutive-failed-trials", "5")
+    first, second = (trials(tmp_path / name / "tiny") for name in ("first", "second"))
+    assert len(first) == 2
+    assert [t["hyperparameters"]["values"] for t in first.values()] == [
+        t["hyperparameters"]["values"] for t in second.values()
+    ]

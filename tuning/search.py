@@ -1,0 +1,400 @@
+"""Searches a recipe's architecture with Keras Tuner.
+
+    python -m tuning.search --recipe NAME [section.key=value ...]
+        [--tuner random|bayesian|hyperband] [--max-trials N] [--param-budget P]
+        [--directory DIR] [--project-name NAME] [--overwrite] [--scale small|paper]
+        [--cells a,b] [--units 32,64] [--num-layers 1,2] [--learning-rate LOW,HIGH]
+        [--dropout 0,0.2] [--option NAME=V1,V2 ...]
+
+Running the same command again resumes the search in DIR/NAME: finished
+trials are kept, an interrupted one is run again, and `--max-trials` counts
+the trials already run; `--overwrite` starts afresh. At the end it prints a
+table of the trials (hyperparameters, parameter count, objective) and writes
+the best trial's recipe to DIR/NAME/best_recipe.toml, which
+`python -m training.train DIR/NAME/best_recipe.toml` trains.
+
+With the KERASTUNER_TUNER_ID, KERASTUNER_ORACLE_IP and KERASTUNER_ORACLE_PORT
+environment variables set, the same command is one process of a distributed
+search: the chief (a tuner id containing "chief") serves the oracle and
+writes the summary and best recipe, each worker runs trials.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+import keras_tuner
+
+from training import recipes
+from tuning.hypermodels import RecurrentHyperModel
+
+TUNERS = {
+    "random": keras_tuner.RandomSearch,
+    "bayesian": keras_tuner.BayesianOptimization,
+    "hyperband": keras_tuner.Hyperband,
+}
+BEST_RECIPE, SUMMARY = "best_recipe.toml", "summary.txt"
+ZERO_SEED = 2**31 - 1  # what seed 0 is passed as (see `make_tuner`)
+
+
+def make_tuner(
+    hypermodel,
+    tuner="random",
+    max_trials=10,
+    directory="runs/tuning",
+    project_name="search",
+    overwrite=False,
+    seed=None,
+    executions_per_trial=1,
+    max_consecutive_failed_trials=3,
+):
+    """Returns a Keras Tuner tuner of kind `tuner` over `hypermodel`.
+
+    An existing project in `directory/project_name` is resumed unless
+    `overwrite`. Hyperband trains each model for up to the recipe's
+    `train.epochs` and stops after `max_trials` trials, like the others.
+    `seed` defaults to the recipe's `train.seed`.
+    """
+    if tuner not in TUNERS:
+        raise ValueError(
+            f"Unknown tuner {tuner!r}; expected one of: {', '.join(TUNERS)}."
+        )
+    if max_trials is not None:
+        max_trials = int(max_trials)
+        if max_trials < 1:
+            raise ValueError(
+                f"`max_trials` must be a positive integer; received {max_trials!r}."
+            )
+    train = hypermodel.recipe["train"]
+    seed = train["seed"] if seed is None else seed
+    options = dict(
+        objective=hypermodel.objective,
+        directory=str(directory),
+        project_name=project_name,
+        overwrite=overwrite,
+        # Keras Tuner reads a seed of 0 as "no seed" and draws one at random.
+        seed=seed if seed != 0 else ZERO_SEED,
+        executions_per_trial=executions_per_trial,
+        max_consecutive_failed_trials=max_consecutive_failed_trials,
+    )
+    if tuner == "hyperband":
+        instance = keras_tuner.Hyperband(
+            hypermodel, max_epochs=train["epochs"], **options
+        )
+        # The chief's oracle decides; a worker's is a client of it.
+        oracle = getattr(instance.oracle, "_oracle", instance.oracle)
+        oracle.max_trials = max_trials
+        return instance
+    return TUNERS[tuner](hypermodel, max_trials=max_trials, **options)
+
+
+def _format(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def trial_rows(tuner, hypermodel):
+    """One dict per trial, in trial order: its id, status, hyperparameters
+    (`None` where inactive), `units` (derived with a parameter budget),
+    `parameters` and the objective."""
+    objective = tuner.oracle.objective.name
+    names = []  # in the order the hypermodel declares them
+    for hp in tuner.oracle.get_space().space:
+        if not hp.name.startswith("tuner/") and hp.name not in names:
+            names.append(hp.name)
+    rows = []
+    for trial_id, trial in sorted(tuner.oracle.trials.items()):
+        recipe = hypermodel.recipe_for(trial.hyperparameters.copy())
+        row = {"trial": trial_id, "status": trial.status.lower()}
+        row.update({name: trial.hyperparameters.values.get(name) for name in names})
+        if hypermodel.param_budget is not None:
+            row["units"] = recipe["model"]["units"]
+        if trial.metrics.exists("parameters"):
+            row["parameters"] = int(trial.metrics.get_last_value("parameters"))
+        else:
+            row["parameters"] = hypermodel.count_parameters(recipe)
+        row[objective] = trial.score
+        rows.append(row)
+    return rows
+
+
+def format_table(rows):
+    """The rows of `trial_rows` as a Markdown table; `-` marks a hyperparameter
+    that is inactive in a trial (a cell option its cell does not take) and
+    the objective of a trial that did not complete."""
+    columns = list(rows[0])
+    cells = [[_format(row.get(name)) for name in columns] for row in rows]
+    widths = [
+        max(len(name), *(len(line[i]) for line in cells))
+        for i, name in enumerate(columns)
+    ]
+
+    def line(texts):
+        padded = (text.ljust(width) for text, width in zip(texts, widths, strict=True))
+        return "| " + " | ".join(padded) + " |"
+
+    rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
+    lines = [line(columns), rule, *(line(texts) for texts in cells)]
+    return "\n".join(lines)
+
+
+def _toml_key(key):
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _toml_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = (
+            f"{_toml_key(k)} = {_toml_value(v)}"
+            for k, v in value.items()
+            if v is not None
+        )
+        return "{ " + ", ".join(items) + " }"
+    raise ValueError(f"Cannot write {value!r} ({type(value).__name__}) as TOML.")
+
+
+def _without_none(table):
+    return {
+        key: _without_none(value) if isinstance(value, dict) else value
+        for key, value in table.items()
+        if value is not None
+    }
+
+
+def recipe_toml(recipe):
+    """A resolved recipe as the text of a recipe file (`None` values left out)."""
+    lines = [
+        f"description = {_toml_value(recipe['description'])}",
+        f"source = {_toml_value(recipe['source'])}",
+    ]
+    for section in ("task", "model", "train"):
+        lines += ["", f"[{section}]"]
+        for key, value in _without_none(recipe[section]).items():
+            if key != "options":
+                lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+    options = _without_none(recipe["model"]["options"])
+    if options:
+        lines += ["", "[model.options]"]
+        lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_recipe(recipe, path):
+    """Writes `recipe` as a recipe file that `recipes.resolve(path)` reads back.
+
+    Raises:
+        ValueError: the file would not read back as the same recipe.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(recipe_toml(recipe))
+    read_back = recipes.resolve(str(path), recipe["scale"])
+    for section in ("task", "model", "train"):
+        if _without_none(read_back[section]) != _without_none(recipe[section]):
+            raise ValueError(
+                f"Recipe file {str(path)!r} does not read back as the recipe's "
+                f"[{section}] table."
+            )
+    return path
+
+
+def best_recipe(tuner, hypermodel, command=None):
+    """Returns `(trial, recipe)` of the best completed trial, or `None`."""
+    best = tuner.oracle.get_best_trials(1)
+    if not best or best[0].status != "COMPLETED":
+        return None
+    trial = best[0]
+    recipe = hypermodel.recipe_for(trial.hyperparameters.copy())
+    objective = tuner.oracle.objective.name
+    recipe["description"] = (
+        f"Best of {len(tuner.oracle.trials)} trials of a Keras Tuner search over "
+        f"{recipe['name']} at scale {recipe['scale']} (trial {trial.trial_id}, "
+        f"{objective} {trial.score:.6g}): {recipe['description']}"
+    )
+    if command:
+        recipe["source"] = f"{recipe['source']}; searched with: {command}".lstrip("; ")
+    return trial, recipe
+
+
+def _values(text, name, convert=json.loads):
+    try:
+        values = [convert(item) for item in text.split(",") if item.strip()]
+    except ValueError:  # json.JSONDecodeError is a ValueError
+        raise ValueError(
+            f"`{name}` must be comma-separated values; received {text!r}."
+        ) from None
+    return values[0] if len(values) == 1 else values
+
+
+def _parse_options(texts):
+    options = {}
+    for text in texts:
+        name, sep, values = text.partition("=")
+        if not sep or not name or not values:
+            raise ValueError(f"--option {text!r} must look like NAME=VALUE,VALUE.")
+        options[name] = _values(values, name)
+    return options
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m tuning.search", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--recipe", required=True, help="recipe name or .toml path")
+    parser.add_argument("overrides", nargs="*", metavar="section.key=value")
+    parser.add_argument("--scale", default="small", choices=recipes.SCALES)
+    parser.add_argument("--tuner", default="random", choices=list(TUNERS))
+    parser.add_argument("--max-trials", type=int, default=10)
+    parser.add_argument(
+        "--param-budget",
+        type=int,
+        default=None,
+        help="derive the hidden size so every model has P parameters (within 5%%)",
+    )
+    parser.add_argument("--directory", default="runs/tuning")
+    parser.add_argument("--project-name", default=None, help="default: RECIPE-SCALE")
+    parser.add_argument("--overwrite", action="store_true", help="start afresh")
+    parser.add_argument("--cells", default=None, help="default: the recipe's cell")
+    parser.add_argument("--units", default="32,64,128,256")
+    parser.add_argument("--num-layers", default="1,2")
+    parser.add_argument("--learning-rate", default="1e-4,1e-2", help="LOW,HIGH or LR")
+    parser.add_argument("--dropout", default="0,0.1,0.2,0.3")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="a cell option to search (default: num_choices=2,4,8, num_cells=2,3,4, "
+        "stack_depth=8,16,32,64 for the cells that take them)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="default: train.seed")
+    parser.add_argument("--executions-per-trial", type=int, default=1)
+    parser.add_argument("--max-consecutive-failed-trials", type=int, default=3)
+    parser.add_argument("--verbose", type=int, default=None, choices=(0, 1, 2))
+    return parser
+
+
+def is_worker():
+    """Whether this process is a worker of a distributed search (not its chief)."""
+    return "KERASTUNER_ORACLE_IP" in os.environ and "chief" not in os.environ.get(
+        "KERASTUNER_TUNER_ID", ""
+    )
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    worker = is_worker()
+    if worker and args.overwrite:
+        parser.exit(
+            2,
+            f"{parser.prog}: error: --overwrite is for the chief; a worker "
+            "(KERASTUNER_TUNER_ID without 'chief') joins the chief's search.\n",
+        )
+    verbose = args.verbose
+    if verbose is None:
+        verbose = 1 if sys.stdout.isatty() else 2
+    project_name = args.project_name or f"{Path(args.recipe).stem}-{args.scale}"
+    try:
+        recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
+        learning_rate = _values(args.learning_rate, "learning_rate", float)
+        hypermodel = RecurrentHyperModel(
+            recipe,
+            cells=args.cells.split(",") if args.cells else None,
+            units=_values(args.units, "units"),
+            num_layers=_values(args.num_layers, "num_layers"),
+            learning_rate=tuple(learning_rate)
+            if isinstance(learning_rate, list)
+            else learning_rate,
+            dropout=_values(args.dropout, "dropout", float),
+            param_budget=args.param_budget,
+            **_parse_options(args.option),
+        )
+        tuner = make_tuner(
+            hypermodel,
+            args.tuner,
+            args.max_trials,
+            args.directory,
+            project_name,
+            overwrite=args.overwrite,
+            seed=args.seed,
+            executions_per_trial=args.executions_per_trial,
+            max_consecutive_failed_trials=args.max_consecutive_failed_trials,
+        )
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+
+    import tensorflow as tf
+
+    tf.config.experimental.enable_op_determinism()
+    stopped = None
+    try:
+        tuner.search(verbose=verbose)
+    except KeyboardInterrupt:
+        print(
+            f"\nInterrupted; the same command resumes the search in "
+            f"{Path(args.directory) / project_name}."
+        )
+        return 130
+    except RuntimeError as error:  # Keras Tuner's consecutive-failures stop
+        if "consecutive failures" not in str(error):
+            raise
+        stopped = str(error).splitlines()[0]
+    if worker:
+        print(f"Tuner {tuner.tuner_id}: no trials left; the chief writes the summary.")
+        return 0
+
+    project_dir = Path(args.directory) / project_name
+    rows = trial_rows(tuner, hypermodel)
+    table = format_table(rows) if rows else "(no trials)"
+    (project_dir / SUMMARY).write_text(table + "\n")
+    print(f"\nSearch {project_dir}: {len(rows)} trials\n")
+    print(table)
+    command = " ".join(["python -m tuning.search", *(argv or sys.argv[1:])])
+    best = best_recipe(tuner, hypermodel, command)
+    if stopped:
+        print(f"\nSearch stopped: {stopped}.")
+    if best is None:
+        print("No trial completed, so there is no best recipe.")
+        return 1
+    trial, recipe = best
+    path = write_recipe(recipe, project_dir / BEST_RECIPE)
+    objective = tuner.oracle.objective.name
+    print(
+        f"\nBest trial {trial.trial_id}: {objective} {trial.score:.4f}, "
+        f"{recipe['model']['cell']} with units={recipe['model']['units']}, "
+        f"{hypermodel.count_parameters(recipe):,} parameters."
+    )
+    print(f"Best recipe: {path}")
+    print(
+        f"Train it: python -m training.train {path} --scale {recipe['scale']} "
+        f"--run-dir {project_dir / 'best_run'}"
+    )
+    return 1 if stopped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
