@@ -24,18 +24,34 @@ import tensorflow as tf
 
 import zoo
 
+
+def naive_mixed_transition(h_prev, choice_kernels, keys):
+    """`W_hh(t) h_{t-1}` with each example's `[units, units]` matrix built first."""
+    groups, k = keys.shape[-2], keys.shape[-1]
+    units = choice_kernels.shape[0]
+    matrices = keras.ops.reshape(choice_kernels, (units, groups, k, units))
+    per_example = keras.ops.einsum("bgk,igko->bgio", keys, matrices)  # [b, g, u, u]
+    mixed = keras.ops.einsum("bi,bgio->bgo", h_prev, per_example)
+    return keras.ops.reshape(mixed, (-1, groups * units))
+
+
+class NaiveMultiMatrixLSTMCell(zoo.MultiMatrixLSTMCell):
+    mixed_transition = staticmethod(naive_mixed_transition)
+
+
 # Extra configurations beside each registered cell's defaults, when registered.
 VARIANTS = [
     ("min_gru[parallel]", "min_gru", {"mode": "parallel"}),
     ("min_lstm[parallel]", "min_lstm", {"mode": "parallel"}),
     *[(f"mmlstm[k={k}]", "mmlstm", {"num_choices": k}) for k in (1, 2, 4, 8)],
+    ("mmlstm[k=4, naive]", "mmlstm", {"num_choices": 4, "naive": True}),
     *[
         (f"{name}[depth={depth}]", name, {"stack_depth": depth})
         for name in ("stack_rnn", "diffstk_rnn", "diffstk_lstm")
         for depth in (16, 64, 256)
     ],
 ]
-ID_VOCAB = 8
+ID_VOCAB = 7  # the Dyck-2 token layout: ids 0..6
 
 
 def build_model(layer, batch, length, units, takes_ids):
@@ -128,23 +144,33 @@ def main():
             options = {"vocab_size": ID_VOCAB, **options}
 
         def make_layer(name=name, options=options):
+            if options.get("naive"):
+                options = {k: v for k, v in options.items() if k != "naive"}
+                cell = NaiveMultiMatrixLSTMCell(units, **options)
+                return keras.layers.RNN(cell, return_sequences=True)
             return zoo.recurrent_layer(name, units, return_sequences=True, **options)
 
+        # The naive form keeps a [batch, units, units] matrix per step for
+        # backprop: gigabytes at the long length, so it runs the short one.
+        lengths = args.lengths[:1] if options.get("naive") else args.lengths
         rates = {
             length: time_training(
                 make_layer, batch, length, units, args.steps, jit, takes_ids
             )
-            for length in args.lengths
+            for length in lengths
         }
-        share = flops_per_step(zoo.get_cell(name, units, **options), units) / lstm_flops
-        ratio = lstm_rate[args.lengths[-1]] / rates[args.lengths[-1]]
-        scaling = rates[args.lengths[-1]] / rates[args.lengths[0]]
-        marks = (
-            ("ok" if ratio <= 1.1 * share else "SLOW")
-            + " "
-            + ("ok" if scaling >= 0.8 else "SUPERLINEAR")
+        cell_options = {k: v for k, v in options.items() if k not in ("naive", "mode")}
+        share = flops_per_step(zoo.get_cell(name, units, **cell_options), units)
+        share /= lstm_flops
+        ratio = lstm_rate[lengths[-1]] / rates[lengths[-1]]
+        scaling = rates[lengths[-1]] / rates[lengths[0]]
+        marks = ("ok" if ratio <= 1.1 * share else "SLOW") + " "
+        marks += "ok" if scaling >= 0.8 else "SUPERLINEAR"
+        if len(lengths) == 1:
+            scaling, marks = float("nan"), f"time ratio at length {lengths[0]}"
+        row = " ".join(
+            f"{rates[n]:>12,.0f}" if n in rates else f"{'-':>12}" for n in args.lengths
         )
-        row = " ".join(f"{rates[n]:>12,.0f}" for n in args.lengths)
         print(f"{label:<24}{row}{ratio:>11.2f}{share:>11.2f}{scaling:>11.2f}  {marks}")
 
 
