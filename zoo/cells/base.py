@@ -67,6 +67,19 @@ def blockwise_initializer(initializer, blocks):
     return initialize
 
 
+def lstm_update(z, c_prev, activation, recurrent_activation):
+    """The LSTM state update from fused pre-activations (Krause et al. eqs. 15-16).
+
+    `z` is `[..., 4 * units]` in Keras's gate order (i, f, candidate, o);
+    returns `(h, c)` with `c = f * c_prev + i * activation(candidate)` and
+    `h = o * activation(c)`.
+    """
+    z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
+    c = recurrent_activation(z_f) * c_prev + recurrent_activation(z_i) * activation(z_c)
+    h = recurrent_activation(z_o) * activation(c)
+    return h, c
+
+
 def with_forget_bias(bias_initializer, units, forget_bias):
     """Wraps an initializer of fused (i, f, c, o) biases to add `forget_bias` to f."""
 

@@ -18,6 +18,7 @@ from zoo.cells.base import (
     blockwise_initializer,
     check_number,
     check_positive_int,
+    lstm_update,
 )
 from zoo.registry import register_cell
 
@@ -269,11 +270,7 @@ class MultiMatrixLSTMCell(_MultiMatrixCell):
         z, keys = self.transitions(inputs, h_prev, keys_prev)  # [batch, 4 * units]
         if self.bias is not None:
             z = z + self.bias
-        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
-        c = self.recurrent_activation(z_f) * c_prev + self.recurrent_activation(
-            z_i
-        ) * self.activation(z_c)
-        h = self.recurrent_activation(z_o) * self.activation(c)
+        h, c = lstm_update(z, c_prev, self.activation, self.recurrent_activation)
         return h, [h, c, keys]
 
     def get_config(self):

@@ -16,6 +16,7 @@ from zoo.cells.base import (
     check_number,
     check_positive_int,
     independent_initializers,
+    lstm_update,
     with_forget_bias,
 )
 from zoo.registry import register_cell
@@ -221,11 +222,7 @@ class MultiplicativeLSTMCell(ZooCell):
         z = x_gates + ops.matmul(m, recurrent_kernel)  # [batch, 4 * units]
         if self.bias is not None:
             z = z + self.bias
-        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
-        c = self.recurrent_activation(z_f) * c_prev + self.recurrent_activation(
-            z_i
-        ) * self.activation(z_c)
-        h = self.recurrent_activation(z_o) * self.activation(c)
+        h, c = lstm_update(z, c_prev, self.activation, self.recurrent_activation)
         return h, [h, c]
 
     def get_config(self):

@@ -16,7 +16,7 @@ used by both cells here and by the Delta-RNN (`zoo.cells.delta`).
 import keras
 from keras import ops
 
-from zoo.cells.base import ZooCell, check_number, with_forget_bias
+from zoo.cells.base import ZooCell, check_number, lstm_update, with_forget_bias
 from zoo.cells.multiplicative import weight_normalized
 from zoo.registry import register_cell
 
@@ -278,11 +278,7 @@ class MILSTMCell(MultiplicativeIntegrationCell):
         if self.weight_normalization:
             recurrent_kernel = weight_normalized(recurrent_kernel, self.recurrent_scale)
         z = self.integrate(inputs, h_prev, recurrent_kernel)  # [batch, 4 * units]
-        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
-        c = self.recurrent_activation(z_f) * c_prev + self.recurrent_activation(
-            z_i
-        ) * self.activation(z_c)
-        h = self.recurrent_activation(z_o) * self.activation(c)
+        h, c = lstm_update(z, c_prev, self.activation, self.recurrent_activation)
         return h, [h, c]
 
     def get_config(self):

@@ -18,6 +18,7 @@ from zoo.cells.base import (
     check_choice,
     check_number,
     check_positive_int,
+    lstm_update,
 )
 from zoo.registry import register_cell
 
@@ -189,11 +190,9 @@ class SecondOrderLSTMCell(ZooCell):
         if self.bias is not None:
             z = z + self.bias  # [batch, cells * 4 * units]
         z = ops.reshape(z, (-1, self.num_cells, 4 * self.units))
-        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)  # [batch, cells, units]
-        c_cells = self.recurrent_activation(z_f) * c_prev[:, None] + (
-            self.recurrent_activation(z_i) * self.activation(z_c)
+        h_cells, c_cells = lstm_update(  # [batch, cells, units] each
+            z, c_prev[:, None], self.activation, self.recurrent_activation
         )
-        h_cells = self.recurrent_activation(z_o) * self.activation(c_cells)
         h = ops.sum(alpha * h_cells, axis=1)  # [batch, units]
         c = ops.sum(alpha * c_cells, axis=1)  # [batch, units]
         return h, [h, c]
