@@ -211,6 +211,19 @@ def load_corpus(task):
 EVAL_ROWS = 10
 
 
+def closing_as_next_token(closing, k):
+    """Closing-bracket probabilities `[..., k]` in the Dyck token layout.
+
+    The result `[..., 3 + 2k]` is zero but for the closing brackets, so the
+    WCPA/LDPA of a language model apply to the Dyck-RNN unchanged.
+    """
+    closing = np.asarray(closing)
+    probabilities = np.zeros(closing.shape[:-1] + (dyck.vocabulary_size(k),), "float32")
+    first_close = dyck.close_id(0, k)
+    probabilities[..., first_close : first_close + k] = closing
+    return probabilities
+
+
 class DyckClosingTask(DyckTask):
     """The Dyck-RNN's task: which bracket closes, where the next token closes.
 
@@ -231,10 +244,7 @@ class DyckClosingTask(DyckTask):
 
     def next_token_probabilities(self, model, inputs):
         closing = model.predict(inputs, batch_size=256, verbose=0)  # [n, t, k]
-        probabilities = np.zeros(closing.shape[:2] + (self.vocab_size,), "float32")
-        first_close = dyck.close_id(0, self.k)
-        probabilities[..., first_close : first_close + self.k] = closing
-        return probabilities
+        return closing_as_next_token(closing, self.k)
 
 
 class RecognitionTask(Task):

@@ -3,6 +3,9 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, TIME, CellContract
+from training.data import dyck
+from training.metrics import closing_bracket_accuracy
+from training.tasks import closing_as_next_token
 from zoo.cells.dyck import DyckRNNCell, dyck_rnn_model, set_designed_weights
 from zoo.layers import DyckReadout
 
@@ -14,45 +17,26 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def sample_dyck(rng, num_sequences, length, k=K, m=M):
-    """m-bounded Dyck-k strings of exactly `length` bracket ids, closed at the end."""
-    strings = np.zeros((num_sequences, length), "int32")
-    for b in range(num_sequences):
-        stack = []
-        for t in range(length):
-            must_close = len(stack) in (m, length - t)
-            if stack and (must_close or rng.random() < 0.5):
-                strings[b, t] = CLOSE + stack.pop()
-            else:
-                stack.append(int(rng.integers(k)))
-                strings[b, t] = OPEN + stack[-1]
-    return strings
+def dyck_arrays(num_sequences, min_length, max_length, seed):
+    """Framed 4-bounded Dyck-2 strings from the project's generator."""
+    strings = dyck.sample_dyck(
+        K,
+        M,
+        num_sequences=num_sequences,
+        min_length=min_length,
+        max_length=max_length,
+        seed=seed,
+    )
+    return dyck.frame(strings, K)
 
 
-def closing_targets(strings):
-    """At step t, the type of the closing bracket at t + 1 and a 0/1 weight."""
-    following = strings[:, 1:]
-    is_close = following >= CLOSE
-    labels = np.zeros(strings.shape, "int32")
-    weights = np.zeros(strings.shape, "float32")
-    labels[:, :-1] = np.where(is_close, following - CLOSE, 0)
-    weights[:, :-1] = is_close
-    return labels, weights
-
-
-def worst_case_closing_accuracy(probabilities, strings, threshold=0.8):
-    """WCPA: the minimum over closing distances of the per-distance accuracy."""
-    correct = {}
-    for b, string in enumerate(strings):
-        opened = []
-        for t, token in enumerate(string):
-            if token < CLOSE:
-                opened.append(t)
-                continue
-            distance = t - opened.pop()
-            right = probabilities[b, t - 1, token - CLOSE] >= threshold
-            correct.setdefault(distance, []).append(right)
-    return min(np.mean(hits) for hits in correct.values()), len(correct)
+def wcpa(model, arrays):
+    """WCPA and the number of distances, by the project's metric."""
+    closing = np.asarray(model.predict(arrays.inputs, verbose=0))
+    accuracy = closing_bracket_accuracy(
+        closing_as_next_token(closing, K), arrays.close_targets, arrays.distances, k=K
+    )
+    return accuracy.wcpa, len(accuracy.ldpa)
 
 
 def designed_model(m=M, **kwargs):
@@ -81,9 +65,7 @@ def test_designed_weights_push_and_pop_exactly():
 
 
 def test_designed_weights_predict_every_closing_bracket():
-    strings = sample_dyck(np.random.default_rng(0), 8, 30)
-    probabilities = np.asarray(designed_model()(strings))
-    assert worst_case_closing_accuracy(probabilities, strings)[0] == 1.0
+    assert wcpa(designed_model(), dyck_arrays(16, 30, 60, seed=0))[0] == 1.0
 
 
 def test_dyck_rnn_matches_reference():
@@ -121,26 +103,27 @@ def test_fixed_embeddings_and_parameter_count():
 
 def test_dyck_rnn_trains_to_full_worst_case_accuracy():
     keras.utils.set_random_seed(0)
-    strings = sample_dyck(np.random.default_rng(0), 128, 40)
-    labels, weights = closing_targets(strings)
+    train = dyck_arrays(256, 10, 40, seed=0)
     model = dyck_rnn_model(K, M)
     model.compile(keras.optimizers.Adam(0.2), "sparse_categorical_crossentropy")
-    initial = np.asarray(model.predict(strings[:8], verbose=0))
-    assert worst_case_closing_accuracy(initial, strings[:8])[0] < 1.0
+    assert wcpa(model, train)[0] < 1.0
     model.fit(
-        strings, labels, sample_weight=weights, batch_size=32, epochs=30, verbose=0
+        train.inputs,
+        train.close_labels,
+        sample_weight=train.close_weights,
+        batch_size=32,
+        epochs=30,
+        verbose=0,
     )
-    # Longer held-out strings: more and longer closing distances.
-    test_strings = sample_dyck(np.random.default_rng(1), 64, 60)
-    probabilities = np.asarray(model.predict(test_strings, verbose=0))
-    wcpa, num_distances = worst_case_closing_accuracy(probabilities, test_strings)
+    # Held-out strings twice as long: more and longer closing distances.
+    score, num_distances = wcpa(model, dyck_arrays(64, 41, 80, seed=1))
     assert num_distances > 15
-    assert wcpa == 1.0
+    assert score == 1.0
 
 
 def test_model_saves_and_loads(tmp_path):
     model = designed_model()
-    strings = sample_dyck(np.random.default_rng(2), 3, 10)
+    strings = dyck_arrays(3, 1, 10, seed=2).inputs
     model.save(tmp_path / "dyck.keras")
     restored = keras.models.load_model(tmp_path / "dyck.keras")
     np.testing.assert_array_equal(restored(strings), model(strings))
