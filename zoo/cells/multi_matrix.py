@@ -19,6 +19,7 @@ from zoo.cells.base import (
     check_number,
     check_positive_int,
     lstm_update,
+    with_forget_bias,
 )
 from zoo.registry import register_cell
 
@@ -111,7 +112,10 @@ class _MultiMatrixCell(ZooCell):
         key_logits = x_key + ops.matmul(h_prev, self.key_recurrent_kernel)
         key_logits = ops.reshape(key_logits, (-1, groups, k))  # [batch, groups, k]
         key_logits = key_logits + ops.einsum("bgi,gij->bgj", keys_prev, self.key_kernel)
-        keys = ops.softmax(key_logits, axis=-1)  # [batch, groups, k]
+        if k == 1:  # a softmax over one choice is 1 (Keras warns about it)
+            keys = ops.ones_like(key_logits)  # [batch, groups, 1]
+        else:
+            keys = ops.softmax(key_logits, axis=-1)  # [batch, groups, k]
         z = x_h + self.mixed_transition(h_prev, self.choice_kernels, keys)
         return z, ops.reshape(keys, (-1, groups * k))  # [b, g * u], [b, g * k]
 
@@ -252,17 +256,12 @@ class MultiMatrixLSTMCell(_MultiMatrixCell):
         units = self.units
         self.bias = None
         if self.use_bias:
-
-            def bias_initializer(shape, dtype=None):
-                bias = self.bias_initializer(shape, dtype=dtype)
-                forget = ops.concatenate(
-                    [ops.zeros((units,)), ops.full((units,), self.forget_bias)]
-                    + [ops.zeros((2 * units,))]
-                )
-                return bias + ops.cast(forget, bias.dtype)
-
             self.bias = self.add_weight(
-                shape=(4 * units,), initializer=bias_initializer, name="bias"
+                shape=(4 * units,),
+                initializer=with_forget_bias(
+                    self.bias_initializer, units, self.forget_bias
+                ),
+                name="bias",
             )
 
     def call(self, inputs, states, training=False):

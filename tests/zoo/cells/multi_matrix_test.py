@@ -1,3 +1,5 @@
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -126,6 +128,28 @@ def test_initial_key_is_uniform_and_zero_key_reads_as_uniform(cell_class):
     one_hot = np.tile(np.eye(CHOICES, dtype="float32")[0], (BATCH, groups))
     other = layer(x, initial_state=[*h_and_c, one_hot])
     assert not np.allclose(other, expected, atol=1e-3)
+
+
+def test_mmlstm_with_one_choice_is_an_lstm():
+    keras.utils.set_random_seed(0)
+    cell = MultiMatrixLSTMCell(UNITS, num_choices=1, bias_initializer="random_normal")
+    x = np.random.default_rng(1).normal(size=(BATCH, TIME, FEATURES))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        output = keras.layers.RNN(cell, return_sequences=True)(x.astype("float32"))
+    assert not [w for w in caught if "softmax" in str(w.message)]
+    lstm = keras.layers.LSTMCell(UNITS)
+    lstm.build((None, FEATURES))
+    # One choice matrix per gate is the gate's recurrent kernel; the key is 1.
+    lstm.set_weights(
+        [
+            cell.kernel.numpy()[:, : 4 * UNITS],
+            cell.choice_kernels.numpy(),
+            cell.bias.numpy(),
+        ]
+    )
+    expected = keras.layers.RNN(lstm, return_sequences=True)(x.astype("float32"))
+    np.testing.assert_allclose(output, expected, atol=1e-5)
 
 
 def test_parameter_count():
