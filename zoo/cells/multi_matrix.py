@@ -66,9 +66,11 @@ class _MultiMatrixCell(ZooCell):
 
     def build_transitions(self, input_dim):
         units, groups, k = self.units, self.groups, self.num_choices
+        # With one choice the key is always 1: no key weights at all.
+        key_size = k if k > 1 else 0
         # [W_hx of each group | W_proj's input columns of each group]
         self.kernel = self.add_weight(
-            shape=(input_dim, groups * (units + k)),
+            shape=(input_dim, groups * (units + key_size)),
             initializer=self.kernel_initializer,
             name="kernel",
         )
@@ -77,15 +79,18 @@ class _MultiMatrixCell(ZooCell):
             initializer=blockwise_initializer(self.recurrent_initializer, groups * k),
             name="choice_kernels",
         )
-        # W_proj's columns for h_{t-1} (all groups) and for v_{t-1} (per group).
-        self.key_recurrent_kernel = self.add_weight(
-            shape=(units, groups * k),
-            initializer=self.recurrent_initializer,
-            name="key_recurrent_kernel",
-        )
-        self.key_kernel = self.add_weight(
-            shape=(groups, k, k), initializer=self.kernel_initializer, name="key_kernel"
-        )
+        if key_size:
+            # W_proj's columns for h_{t-1} (all groups) and v_{t-1} (per group).
+            self.key_recurrent_kernel = self.add_weight(
+                shape=(units, groups * k),
+                initializer=self.recurrent_initializer,
+                name="key_recurrent_kernel",
+            )
+            self.key_kernel = self.add_weight(
+                shape=(groups, k, k),
+                initializer=self.kernel_initializer,
+                name="key_kernel",
+            )
 
     def get_initial_state(self, batch_size=None):
         zeros = [
@@ -102,20 +107,21 @@ class _MultiMatrixCell(ZooCell):
     def transitions(self, inputs, h_prev, keys_prev):
         """Returns `(W_hx x_t + W_hh(t) h_{t-1}, v_t)`, `[b, g*u]` and `[b, g*k]`."""
         units, groups, k = self.units, self.groups, self.num_choices
+        x_proj = ops.matmul(inputs, self.kernel)  # [batch, groups * (units + k)]
+        if k == 1:
+            # The key is a softmax over one choice, always 1: W_hh(t) = W[0].
+            z = x_proj + ops.matmul(h_prev, self.choice_kernels)  # [batch, g * u]
+            return z, ops.ones_like(keys_prev)  # [b, g * u], [b, g]
+        x_h, x_key = x_proj[:, : groups * units], x_proj[:, groups * units :]
         keys_prev = ops.reshape(keys_prev, (-1, groups, k))  # [batch, groups, k]
         # An all-zero key is no softmax output: it is a reset or default state
         # (keras.layers.RNN.reset_state zeroes every state), read as uniform.
         unset = ops.all(ops.equal(keys_prev, 0.0), axis=-1, keepdims=True)
         keys_prev = ops.where(unset, 1.0 / k, keys_prev)
-        x_proj = ops.matmul(inputs, self.kernel)  # [batch, groups * (units + k)]
-        x_h, x_key = x_proj[:, : groups * units], x_proj[:, groups * units :]
         key_logits = x_key + ops.matmul(h_prev, self.key_recurrent_kernel)
         key_logits = ops.reshape(key_logits, (-1, groups, k))  # [batch, groups, k]
         key_logits = key_logits + ops.einsum("bgi,gij->bgj", keys_prev, self.key_kernel)
-        if k == 1:  # a softmax over one choice is 1 (Keras warns about it)
-            keys = ops.ones_like(key_logits)  # [batch, groups, 1]
-        else:
-            keys = ops.softmax(key_logits, axis=-1)  # [batch, groups, k]
+        keys = ops.softmax(key_logits, axis=-1)  # [batch, groups, k]
         z = x_h + self.mixed_transition(h_prev, self.choice_kernels, keys)
         return z, ops.reshape(keys, (-1, groups * k))  # [b, g * u], [b, g * k]
 

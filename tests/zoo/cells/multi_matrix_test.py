@@ -143,7 +143,7 @@ def test_mmlstm_with_one_choice_is_an_lstm():
     # One choice matrix per gate is the gate's recurrent kernel; the key is 1.
     lstm.set_weights(
         [
-            cell.kernel.numpy()[:, : 4 * UNITS],
+            cell.kernel.numpy(),
             cell.choice_kernels.numpy(),
             cell.bias.numpy(),
         ]
@@ -161,6 +161,10 @@ def test_parameter_count():
         u, d, k = UNITS, FEATURES, CHOICES
         expected = groups * (k * u * u + (d + k + 1) * u + k * (d + k))
         assert cell.count_params() == expected
+    # One choice: the key is always 1 and has no weights; an LSTM's count.
+    single = MultiMatrixLSTMCell(UNITS, num_choices=1)
+    single.build((None, FEATURES))
+    assert single.count_params() == 4 * (UNITS * UNITS + (FEATURES + 1) * UNITS)
 
 
 @pytest.mark.parametrize(
