@@ -31,6 +31,7 @@ DEFAULTS = {
         # recognition
         "language": "D2",
         "split_scale": 1.0,
+        "step_labels": "string",  # or "prefix": per-step targets of `accept`
         # language modelling
         "corpus": "ptb",
         "level": "char",
@@ -162,6 +163,13 @@ def resolve(name, scale="small", overrides=()):
         _merge(resolved, recipe.get("small", {}), "")
     for text in overrides:
         path, value = parse_override(text)
+        if path == ["model", "options"]:  # the whole table: replace, not merge
+            if not isinstance(value, dict):
+                raise RecipeError(
+                    f"model.options must be a JSON object; received {value!r}."
+                )
+            resolved["model"]["options"] = value
+            continue
         update = value
         for key in reversed(path):
             update = {key: update}

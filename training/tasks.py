@@ -257,6 +257,11 @@ class RecognitionTask(Task):
     def __init__(self, recipe):
         self.recipe = recipe
         self.language = recipe["task"]["language"]
+        if recipe["task"]["step_labels"] not in ("string", "prefix"):
+            raise ValueError(
+                "task.step_labels must be 'string' or 'prefix'; received "
+                f"{recipe['task']['step_labels']!r}."
+            )
         splits = recognition.mali_splits(
             self.language,
             seed=recipe["train"]["seed"],
@@ -284,10 +289,14 @@ class RecognitionTask(Task):
 
     def _columns(self, split):
         arrays = self.arrays[split]
+        if self.recipe["task"]["step_labels"] == "prefix":
+            accept = arrays.prefix_labels  # is the prefix read so far a string?
+        else:  # Mali et al.'s loss: the string's label at every step
+            accept = np.broadcast_to(arrays.labels[:, None], arrays.mask.shape)
         return (
             arrays.inputs,
             arrays.targets,
-            arrays.prefix_labels[..., None],
+            accept[..., None].astype("float32"),
             arrays.mask,
         )
 

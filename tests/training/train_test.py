@@ -80,6 +80,19 @@ def test_every_recipe_resolves_and_builds_its_model(name):
     assert isinstance(model, keras.Model) and model.count_params() > 0
 
 
+def test_options_override_merges_or_replaces():
+    merged = recipes.resolve(
+        "recognition_d2_diffstk_rnn", "paper", ["model.options.noise_stddev=0.1"]
+    )
+    assert merged["model"]["options"] == {"stack_depth": 64, "noise_stddev": 0.1}
+    replaced = recipes.resolve(
+        "recognition_d2_diffstk_rnn", "small", ["model.cell=lstm", "model.options={}"]
+    )
+    assert replaced["model"]["options"] == {}
+    small = recipes.resolve("recognition_d2_diffstk_rnn", "small")
+    assert small["model"]["options"] == {"stack_depth": 64, "carry_forward": False}
+
+
 def test_small_scale_overrides_the_paper_scale():
     paper = recipes.resolve("ptb_char_lstm", "paper")
     small = recipes.resolve("ptb_char_lstm", "small", ["train.epochs=3"])
@@ -201,6 +214,11 @@ def test_generation_is_deterministic_for_a_seed(tmp_path, text_file):
         (["dyck2_mlstm", "train.epochs=many"], "must be of type int"),
         (["dyck2_mlstm", "epochs"], "must look like section.key=value"),
         (["dyck2_mlstm", "--scale", "huge"], "invalid choice: 'huge'"),
+        (["dyck2_mlstm", "model.options=3"], "model.options must be a JSON object"),
+        (
+            ["recognition_d2_diffstk_rnn", "task.step_labels=all"],
+            "task.step_labels must be 'string' or 'prefix'",
+        ),
     ],
 )
 def test_cli_errors_are_one_line_with_status_2(argv, message, tmp_path, capsys):
