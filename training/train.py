@@ -97,6 +97,8 @@ def train(recipe, run_dir, verbose=None, extra_callbacks=()):
             "new --run-dir or the same recipe and overrides."
         )
     runs.write_json(recipe_path, recipe)
+    if not (run_dir / "backup").exists():  # a new or finished run starts afresh
+        (run_dir / "log.csv").unlink(missing_ok=True)
     train_options = recipe["train"]
     keras.utils.set_random_seed(train_options["seed"])
     tf.config.experimental.enable_op_determinism()

@@ -230,7 +230,10 @@ def test_cli_errors_are_one_line_with_status_2(argv, message, tmp_path, capsys):
 
 
 def test_a_run_directory_holds_one_recipe(tmp_path):
-    train(tiny_recipe("dyck_closing"), tmp_path / "run", verbose=0)
+    _, first = train(tiny_recipe("dyck_closing"), tmp_path / "run", verbose=0)
+    _, again = train(tiny_recipe("dyck_closing"), tmp_path / "run", verbose=0)
+    assert again == first  # a finished run trains again, from the start
+    assert len((tmp_path / "run" / "log.csv").read_text().splitlines()) == 3
     other = tiny_recipe("dyck_closing", extra=["train.epochs=3"])
     with pytest.raises(runs.RunError, match="holds a different recipe"):
         train(other, tmp_path / "run", verbose=0)
