@@ -21,18 +21,19 @@ class MUTCell(ZooCell):
     """Base class of the MUT cells: the shared candidate and update.
 
     A subclass sets `input_blocks` (the number of `units`-wide blocks of
-    its fused input kernel), `recurrent_gate_blocks` (those of its fused
-    gate recurrent kernel, which precede `W_hh` in `recurrent_kernel`),
-    `inputs_match_units` (whether `x_t` itself is added to a pre-activation)
-    and `gates(inputs, h_prev, x_proj, gate_kernel)`, which returns the
-    pre-activations of `z` and `r` without their biases and the candidate's
-    input term `c(x_t)`.
+    its fused input kernel), `recurrent_gate_blocks` (those of
+    `recurrent_kernel`, the gates' weights on `h_t`), `inputs_match_units`
+    (whether `x_t` itself is added to a pre-activation) and
+    `gates(inputs, h_prev, x_proj)`, which returns the pre-activations of `z`
+    and `r` without their biases and the candidate's input term `c(x_t)`.
+    `W_hh` is its own weight, `candidate_kernel`: a step never slices a
+    weight (slicing one inside the recurrent loop made training 2x slower).
 
     Args:
         units: Positive integer, dimensionality of `h_t`.
         kernel_initializer: Initializer of the fused input kernel.
             Default: `"glorot_uniform"`.
-        recurrent_initializer: Initializer of the fused recurrent kernel.
+        recurrent_initializer: Initializer of the recurrent kernels.
             Default: `"orthogonal"`.
         bias_initializer: Initializer of `[b_z | b_r | b_h]`.
             Default: `"zeros"`.
@@ -55,30 +56,33 @@ class MUTCell(ZooCell):
             initializer=self.kernel_initializer,
             name="kernel",
         )
-        # [gate kernels | W_hh]
         self.recurrent_kernel = self.add_weight(
-            shape=(self.units, (self.recurrent_gate_blocks + 1) * self.units),
+            shape=(self.units, self.recurrent_gate_blocks * self.units),
             initializer=self.recurrent_initializer,
             name="recurrent_kernel",
+        )
+        self.candidate_kernel = self.add_weight(
+            shape=(self.units, self.units),
+            initializer=self.recurrent_initializer,
+            name="candidate_kernel",
         )
         # [b_z | b_r | b_h]
         self.bias = self.add_weight(
             shape=(3 * self.units,), initializer=self.bias_initializer, name="bias"
         )
 
-    def gates(self, inputs, h_prev, x_proj, gate_kernel):
+    def gates(self, inputs, h_prev, x_proj):
         raise NotImplementedError
 
     def call(self, inputs, states, training=False):
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
         x_proj = ops.matmul(inputs, self.kernel)  # [batch, input_blocks * units]
-        gate_kernel = self.recurrent_kernel[:, : -self.units]  # [units, k * units]
-        w_hh = self.recurrent_kernel[:, -self.units :]  # [units, units]
         b_z, b_r, b_h = ops.split(self.bias, 3)
-        z, r, candidate_input = self.gates(inputs, h_prev, x_proj, gate_kernel)
+        z, r, candidate_input = self.gates(inputs, h_prev, x_proj)
         z = ops.sigmoid(z + b_z)
         r = ops.sigmoid(r + b_r)
-        candidate = ops.tanh(ops.matmul(r * h_prev, w_hh) + candidate_input + b_h)
+        candidate = ops.matmul(r * h_prev, self.candidate_kernel)  # [batch, units]
+        candidate = ops.tanh(candidate + candidate_input + b_h)
         h = candidate * z + h_prev * (1.0 - z)
         return h, [h]
 
@@ -97,14 +101,15 @@ class MUT1Cell(MUTCell):
     The update gate sees only the input, and the candidate adds `tanh(x_t)`
     unprojected, so the inputs must have `units` features: a mismatch
     raises a `ValueError` when the cell is built. Kernels are fused as
-    `kernel = [W_xz | W_xr]`, `recurrent_kernel = [W_hr | W_hh]`.
+    `kernel = [W_xz | W_xr]`; `recurrent_kernel = W_hr`,
+    `candidate_kernel = W_hh`.
 
     Args:
         units: Positive integer, dimensionality of `h_t`; also the number
             of input features.
         kernel_initializer: Initializer of `[W_xz | W_xr]`.
             Default: `"glorot_uniform"`.
-        recurrent_initializer: Initializer of `[W_hr | W_hh]`.
+        recurrent_initializer: Initializer of `W_hr` and `W_hh`.
             Default: `"orthogonal"`.
         bias_initializer: Initializer of `[b_z | b_r | b_h]`.
             Default: `"zeros"`.
@@ -120,9 +125,9 @@ class MUT1Cell(MUTCell):
     recurrent_gate_blocks = 1
     inputs_match_units = True
 
-    def gates(self, inputs, h_prev, x_proj, gate_kernel):
+    def gates(self, inputs, h_prev, x_proj):
         x_z, x_r = ops.split(x_proj, 2, axis=-1)
-        r = x_r + ops.matmul(h_prev, gate_kernel)
+        r = x_r + ops.matmul(h_prev, self.recurrent_kernel)
         return x_z, r, ops.tanh(inputs)
 
 
@@ -140,14 +145,14 @@ class MUT2Cell(MUTCell):
     The reset gate adds `x_t` unprojected, so the inputs must have `units`
     features: a mismatch raises a `ValueError` when the cell is built.
     Kernels are fused as `kernel = [W_xz | W_xh]`,
-    `recurrent_kernel = [W_hz | W_hr | W_hh]`.
+    `recurrent_kernel = [W_hz | W_hr]`; `candidate_kernel = W_hh`.
 
     Args:
         units: Positive integer, dimensionality of `h_t`; also the number
             of input features.
         kernel_initializer: Initializer of `[W_xz | W_xh]`.
             Default: `"glorot_uniform"`.
-        recurrent_initializer: Initializer of `[W_hz | W_hr | W_hh]`.
+        recurrent_initializer: Initializer of `W_hz`, `W_hr` and `W_hh`.
             Default: `"orthogonal"`.
         bias_initializer: Initializer of `[b_z | b_r | b_h]`.
             Default: `"zeros"`.
@@ -163,9 +168,9 @@ class MUT2Cell(MUTCell):
     recurrent_gate_blocks = 2
     inputs_match_units = True
 
-    def gates(self, inputs, h_prev, x_proj, gate_kernel):
+    def gates(self, inputs, h_prev, x_proj):
         x_z, x_h = ops.split(x_proj, 2, axis=-1)
-        h_proj = ops.matmul(h_prev, gate_kernel)  # [batch, 2 * units]
+        h_proj = ops.matmul(h_prev, self.recurrent_kernel)  # [batch, 2 * units]
         h_z, h_r = ops.split(h_proj, 2, axis=-1)
         return x_z + h_z, inputs + h_r, x_h
 
@@ -182,15 +187,15 @@ class MUT3Cell(MUTCell):
         h_{t+1} = tanh(W_hh (r * h_t) + W_xh x_t + b_h) * z + h_t * (1 - z)
 
     Any input size works. Kernels are fused as
-    `kernel = [W_xz | W_xr | W_xh]`, `recurrent_kernel = [W_hz | W_hr | W_hh]`
-    (`W_hz` reads `tanh(h_t)` and `W_hr` reads `h_t`, so the two are
-    multiplied separately).
+    `kernel = [W_xz | W_xr | W_xh]`; `W_hz` reads `tanh(h_t)` and `W_hr`
+    reads `h_t`, so they are separate weights, `update_kernel = W_hz` and
+    `recurrent_kernel = W_hr`; `candidate_kernel = W_hh`.
 
     Args:
         units: Positive integer, dimensionality of `h_t`.
         kernel_initializer: Initializer of `[W_xz | W_xr | W_xh]`.
             Default: `"glorot_uniform"`.
-        recurrent_initializer: Initializer of `[W_hz | W_hr | W_hh]`.
+        recurrent_initializer: Initializer of `W_hz`, `W_hr` and `W_hh`.
             Default: `"orthogonal"`.
         bias_initializer: Initializer of `[b_z | b_r | b_h]`.
             Default: `"zeros"`.
@@ -203,12 +208,19 @@ class MUT3Cell(MUTCell):
     """
 
     input_blocks = 3
-    recurrent_gate_blocks = 2
+    recurrent_gate_blocks = 1
     inputs_match_units = False
 
-    def gates(self, inputs, h_prev, x_proj, gate_kernel):
+    def build(self, input_shape):
+        super().build(input_shape)
+        self.update_kernel = self.add_weight(
+            shape=(self.units, self.units),
+            initializer=self.recurrent_initializer,
+            name="update_kernel",
+        )
+
+    def gates(self, inputs, h_prev, x_proj):
         x_z, x_r, x_h = ops.split(x_proj, 3, axis=-1)
-        w_hz, w_hr = ops.split(gate_kernel, 2, axis=-1)
-        z = x_z + ops.matmul(ops.tanh(h_prev), w_hz)
-        r = x_r + ops.matmul(h_prev, w_hr)
+        z = x_z + ops.matmul(ops.tanh(h_prev), self.update_kernel)
+        r = x_r + ops.matmul(h_prev, self.recurrent_kernel)
         return z, r, x_h

@@ -21,16 +21,14 @@ def run_reference_case(cell_class, units):
     output = np.asarray(
         keras.layers.RNN(cell, return_sequences=True)(x.astype("float32"))
     )
-    kernel, recurrent_kernel, bias = (
-        np.asarray(w, "float64") for w in cell.get_weights()
-    )
-    return x, output, kernel, recurrent_kernel, np.split(bias, 3)
+    weights = {w.name: np.asarray(w.numpy(), "float64") for w in cell.weights}
+    return x, output, weights, np.split(weights["bias"], 3)
 
 
 def test_mut1_matches_reference():
-    x, output, kernel, recurrent, (b_z, b_r, b_h) = run_reference_case(MUT1Cell, UNITS)
-    w_xz, w_xr = np.split(kernel, 2, axis=1)
-    w_hr, w_hh = np.split(recurrent, 2, axis=1)
+    x, output, weights, (b_z, b_r, b_h) = run_reference_case(MUT1Cell, UNITS)
+    w_xz, w_xr = np.split(weights["kernel"], 2, axis=1)
+    w_hr, w_hh = weights["recurrent_kernel"], weights["candidate_kernel"]
     h = np.zeros((BATCH, UNITS))
     for t in range(TIME):
         x_t = x[:, t]
@@ -41,9 +39,10 @@ def test_mut1_matches_reference():
 
 
 def test_mut2_matches_reference():
-    x, output, kernel, recurrent, (b_z, b_r, b_h) = run_reference_case(MUT2Cell, UNITS)
-    w_xz, w_xh = np.split(kernel, 2, axis=1)
-    w_hz, w_hr, w_hh = np.split(recurrent, 3, axis=1)
+    x, output, weights, (b_z, b_r, b_h) = run_reference_case(MUT2Cell, UNITS)
+    w_xz, w_xh = np.split(weights["kernel"], 2, axis=1)
+    w_hz, w_hr = np.split(weights["recurrent_kernel"], 2, axis=1)
+    w_hh = weights["candidate_kernel"]
     h = np.zeros((BATCH, UNITS))
     for t in range(TIME):
         x_t = x[:, t]
@@ -55,9 +54,10 @@ def test_mut2_matches_reference():
 
 def test_mut3_matches_reference():
     units = 6  # MUT3 projects every input: any feature size works.
-    x, output, kernel, recurrent, (b_z, b_r, b_h) = run_reference_case(MUT3Cell, units)
-    w_xz, w_xr, w_xh = np.split(kernel, 3, axis=1)
-    w_hz, w_hr, w_hh = np.split(recurrent, 3, axis=1)
+    x, output, weights, (b_z, b_r, b_h) = run_reference_case(MUT3Cell, units)
+    w_xz, w_xr, w_xh = np.split(weights["kernel"], 3, axis=1)
+    w_hz, w_hr = weights["update_kernel"], weights["recurrent_kernel"]
+    w_hh = weights["candidate_kernel"]
     h = np.zeros((BATCH, units))
     for t in range(TIME):
         x_t = x[:, t]
