@@ -10,6 +10,8 @@ object is needed to load a saved recognizer). `trace_recognizer` returns the
 stack actions of a recognizer built on a stack cell.
 """
 
+import inspect
+
 import keras
 import tensorflow as tf
 from keras import ops
@@ -57,6 +59,13 @@ def reset_states(model):
     for layer in model._flatten_layers(include_self=False):
         if getattr(layer, "stateful", False) and hasattr(layer, "reset_state"):
             layer.reset_state()
+
+
+def _pass_vocab_size(cell_class, vocab_size, cell_options):
+    # A cell that reads token ids and sizes itself by the vocabulary
+    # (tensor_rnn) gets the model's; one with a fixed layout (dyck_rnn) not.
+    if "vocab_size" in inspect.signature(cell_class.__init__).parameters:
+        cell_options.setdefault("vocab_size", vocab_size)
 
 
 def _variational_dropout(rate, name):
@@ -140,8 +149,7 @@ def language_model(
     )
     embedding = None
     if takes_ids:
-        if "vocab_size" not in cell_options:
-            cell_options["vocab_size"] = vocab_size
+        _pass_vocab_size(cell_class, vocab_size, cell_options)
         x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
     else:
         embedding = keras.layers.ReversibleEmbedding(
@@ -215,7 +223,7 @@ def recognizer(cell, vocab_size, units, embedding_dim=None, **cell_options):
         check_positive_int("embedding_dim", embedding_dim)
     ids = keras.Input(shape=(None,), dtype="int32", name="tokens")
     if getattr(cell_class, "takes_token_ids", False):
-        cell_options.setdefault("vocab_size", vocab_size)
+        _pass_vocab_size(cell_class, vocab_size, cell_options)
         x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
         mask = ops.not_equal(ids, 0)
     else:

@@ -41,6 +41,15 @@ def test_dropout_is_variational_and_off_at_inference():
     np.testing.assert_array_equal(model(ids), model(ids))
 
 
+def test_output_dropout_applies_before_the_decoder_only():
+    model = language_model("lstm", VOCAB, UNITS, num_layers=2, output_dropout=0.25)
+    names = [layer.name for layer in model.layers]
+    assert "embedding_dropout" not in names and "dropout_0" not in names
+    assert model.get_layer("dropout_1").rate == 0.25
+    both = language_model("lstm", VOCAB, UNITS, num_layers=2, dropout=0.5)
+    assert both.get_layer("dropout_1").rate == 0.5  # defaults to `dropout`
+
+
 def test_tied_embeddings_decode_with_the_transposed_embedding(tmp_path):
     model = language_model(
         "mrnn", VOCAB, UNITS, embedding_dim=4, tie_embeddings=True, num_layers=1
@@ -76,6 +85,16 @@ def test_token_id_cell_reads_ids_directly():
     assert model(token_ids()).shape == (3, 6, VOCAB)
 
 
+@pytest.mark.parametrize("cell", zoo.available_cells())
+def test_every_cell_builds_a_language_model_and_a_recognizer(cell):
+    ids = token_ids() % 7  # within the Dyck layout the dyck_rnn reads
+    logits = language_model(cell, VOCAB, UNITS)(ids)
+    assert logits.shape == (3, 6, VOCAB) and np.all(np.isfinite(logits))
+    outputs = zoo.recognizer(cell, VOCAB, UNITS)(ids)
+    assert outputs["next_symbol"].shape == (3, 6, VOCAB)
+    assert outputs["accept"].shape == (3, 6, 1)
+
+
 def test_fit_lowers_the_loss():
     model = language_model("mlstm", VOCAB, UNITS)
     model.compile(
@@ -105,6 +124,7 @@ def test_registry():
         (dict(num_layers=0), "`num_layers` must be a positive integer"),
         (dict(dropout=1.0), "`dropout` must be in"),
         (dict(dropout=-0.1), "`dropout` must be in"),
+        (dict(output_dropout=1.5), "`output_dropout` must be in"),
         (dict(embedding_dim=0), "`embedding_dim` must be a positive integer"),
         (dict(stateful=True), "`batch_size .*` must be a positive integer"),
         (dict(cell="tensor_rnn", num_layers=2), "reads token ids"),
