@@ -13,7 +13,7 @@ from training.data import dyck
 from training.evaluate import evaluate_run
 from training.export import export_run
 from training.generate import generate
-from training.tasks import build_model
+from training.tasks import build_model, epoch_shuffled
 from training.train import main, train
 
 TINY = {
@@ -125,6 +125,21 @@ def test_tiny_run_trains_checkpoints_evaluates_exports_and_reloads(
         want = expected[key] if key else expected
         got = served[key] if key else served
         np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_epoch_shuffle_depends_on_the_epoch_alone():
+    arrays = (np.arange(20), np.arange(20) * 10)
+    dataset, callback = epoch_shuffled(arrays, batch_size=20, seed=7)
+
+    def order(epoch):
+        callback.on_epoch_begin(epoch)
+        ((inputs, targets),) = list(dataset.as_numpy_iterator())
+        np.testing.assert_array_equal(targets, inputs * 10)  # rows stay aligned
+        return inputs.tolist()
+
+    first, second = order(0), order(1)
+    assert sorted(first) == list(range(20)) and first != second
+    assert order(0) == first and order(1) == second
 
 
 def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path):
