@@ -81,17 +81,51 @@ def lstm_update(z, c_prev, activation, recurrent_activation):
 
 
 def with_forget_bias(bias_initializer, units, forget_bias):
-    """Wraps an initializer of fused (i, f, c, o) biases to add `forget_bias` to f."""
+    """Wraps an initializer of fused (i, f, c, o) biases to add `forget_bias` to f.
+
+    The bias may hold several LSTMs' blocks of `4 * units` one after another
+    (the second-order LSTM's cells); each block's f gets `forget_bias`.
+    """
 
     def initializer(shape, dtype=None):
         bias = bias_initializer(shape, dtype=dtype)
-        forget = ops.concatenate(
+        block = ops.concatenate(
             [ops.zeros((units,)), ops.full((units,), forget_bias)]
-            + [ops.zeros((shape[0] - 2 * units,))]
-        )
+            + [ops.zeros((2 * units,))]
+        )  # [4 * units]
+        forget = ops.tile(block, (shape[0] // (4 * units),))
         return bias + ops.cast(forget, bias.dtype)
 
     return initializer
+
+
+class LSTMGates:
+    """The LSTM gating the gated cells share, mixed in beside their base.
+
+    Holds `activation`, `recurrent_activation` and `forget_bias` (set with
+    `set_lstm_gates` in `__init__`), the forget-bias initializer of the fused
+    (i, f, c, o) bias, the state update `lstm_update` and their config.
+    """
+
+    def set_lstm_gates(self, activation, recurrent_activation, forget_bias):
+        self.activation = keras.activations.get(activation)
+        self.recurrent_activation = keras.activations.get(recurrent_activation)
+        self.forget_bias = forget_bias
+
+    def lstm_bias_initializer(self):
+        return with_forget_bias(self.bias_initializer, self.units, self.forget_bias)
+
+    def lstm_step(self, z, c_prev):
+        return lstm_update(z, c_prev, self.activation, self.recurrent_activation)
+
+    def lstm_gates_config(self):
+        return {
+            "activation": keras.activations.serialize(self.activation),
+            "recurrent_activation": keras.activations.serialize(
+                self.recurrent_activation
+            ),
+            "forget_bias": self.forget_bias,
+        }
 
 
 class ZooCell(keras.Layer):

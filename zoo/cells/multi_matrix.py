@@ -14,12 +14,11 @@ import keras
 from keras import ops
 
 from zoo.cells.base import (
+    LSTMGates,
     ZooCell,
     blockwise_initializer,
     check_number,
     check_positive_int,
-    lstm_update,
-    with_forget_bias,
 )
 from zoo.registry import register_cell
 
@@ -197,7 +196,7 @@ class MultiMatrixRNNCell(_MultiMatrixCell):
 
 
 @register_cell("mmlstm")
-class MultiMatrixLSTMCell(_MultiMatrixCell):
+class MultiMatrixLSTMCell(LSTMGates, _MultiMatrixCell):
     """Multi-matrix LSTM cell: each gate mixes its own `k` transition matrices.
 
     Implements the multi-matrix report's eqs. 9-22 with a bias on each
@@ -252,9 +251,7 @@ class MultiMatrixLSTMCell(_MultiMatrixCell):
     ):
         check_number("forget_bias", forget_bias)
         super().__init__(units, num_choices=num_choices, **kwargs)
-        self.activation = keras.activations.get(activation)
-        self.recurrent_activation = keras.activations.get(recurrent_activation)
-        self.forget_bias = forget_bias
+        self.set_lstm_gates(activation, recurrent_activation, forget_bias)
         self.state_size = [units, units, 4 * num_choices]
 
     def build(self, input_shape):
@@ -264,9 +261,7 @@ class MultiMatrixLSTMCell(_MultiMatrixCell):
         if self.use_bias:
             self.bias = self.add_weight(
                 shape=(4 * units,),
-                initializer=with_forget_bias(
-                    self.bias_initializer, units, self.forget_bias
-                ),
+                initializer=self.lstm_bias_initializer(),
                 name="bias",
             )
 
@@ -275,18 +270,14 @@ class MultiMatrixLSTMCell(_MultiMatrixCell):
         z, keys = self.transitions(inputs, h_prev, keys_prev)  # [batch, 4 * units]
         if self.bias is not None:
             z = z + self.bias
-        h, c = lstm_update(z, c_prev, self.activation, self.recurrent_activation)
+        h, c = self.lstm_step(z, c_prev)
         return h, [h, c, keys]
 
     def get_config(self):
         config = super().get_config()
         config.update(
             {
-                "activation": keras.activations.serialize(self.activation),
-                "recurrent_activation": keras.activations.serialize(
-                    self.recurrent_activation
-                ),
-                "forget_bias": self.forget_bias,
+                **self.lstm_gates_config(),
             }
         )
         return config

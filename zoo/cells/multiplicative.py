@@ -12,12 +12,11 @@ import keras
 from keras import ops
 
 from zoo.cells.base import (
+    LSTMGates,
     ZooCell,
     check_number,
     check_positive_int,
     independent_initializers,
-    lstm_update,
-    with_forget_bias,
 )
 from zoo.registry import register_cell
 
@@ -110,7 +109,7 @@ class MultiplicativeRNNCell(ZooCell):
 
 
 @register_cell("mlstm")
-class MultiplicativeLSTMCell(ZooCell):
+class MultiplicativeLSTMCell(LSTMGates, ZooCell):
     """Multiplicative LSTM cell (Krause et al. 2016).
 
     Implements eqs. 17-21 with the LSTM state update of eqs. 15-16, a bias on
@@ -163,9 +162,7 @@ class MultiplicativeLSTMCell(ZooCell):
     ):
         check_number("forget_bias", forget_bias)
         super().__init__(units, **kwargs)
-        self.activation = keras.activations.get(activation)
-        self.recurrent_activation = keras.activations.get(recurrent_activation)
-        self.forget_bias = forget_bias
+        self.set_lstm_gates(activation, recurrent_activation, forget_bias)
         self.weight_normalization = weight_normalization
         self.use_bias = use_bias
         self.state_size = [units, units]
@@ -201,9 +198,7 @@ class MultiplicativeLSTMCell(ZooCell):
         if self.use_bias:
             self.bias = self.add_weight(
                 shape=(4 * units,),
-                initializer=with_forget_bias(
-                    self.bias_initializer, units, self.forget_bias
-                ),
+                initializer=self.lstm_bias_initializer(),
                 name="bias",
             )
 
@@ -222,18 +217,14 @@ class MultiplicativeLSTMCell(ZooCell):
         z = x_gates + ops.matmul(m, recurrent_kernel)  # [batch, 4 * units]
         if self.bias is not None:
             z = z + self.bias
-        h, c = lstm_update(z, c_prev, self.activation, self.recurrent_activation)
+        h, c = self.lstm_step(z, c_prev)
         return h, [h, c]
 
     def get_config(self):
         config = super().get_config()
         config.update(
             {
-                "activation": keras.activations.serialize(self.activation),
-                "recurrent_activation": keras.activations.serialize(
-                    self.recurrent_activation
-                ),
-                "forget_bias": self.forget_bias,
+                **self.lstm_gates_config(),
                 "weight_normalization": self.weight_normalization,
                 "use_bias": self.use_bias,
             }

@@ -16,7 +16,7 @@ used by both cells here and by the Delta-RNN (`zoo.cells.delta`).
 import keras
 from keras import ops
 
-from zoo.cells.base import ZooCell, check_number, lstm_update, with_forget_bias
+from zoo.cells.base import LSTMGates, ZooCell, check_number
 from zoo.cells.multiplicative import weight_normalized
 from zoo.registry import register_cell
 
@@ -179,7 +179,7 @@ class MIRNNCell(MultiplicativeIntegrationCell):
 
 
 @register_cell("milstm")
-class MILSTMCell(MultiplicativeIntegrationCell):
+class MILSTMCell(LSTMGates, MultiplicativeIntegrationCell):
     """Multiplicative-integration LSTM cell (Wu et al. 2016).
 
     Each of the LSTM's four pre-activations takes the general form of
@@ -238,9 +238,7 @@ class MILSTMCell(MultiplicativeIntegrationCell):
     ):
         check_number("forget_bias", forget_bias)
         super().__init__(units, **kwargs)
-        self.activation = keras.activations.get(activation)
-        self.recurrent_activation = keras.activations.get(recurrent_activation)
-        self.forget_bias = forget_bias
+        self.set_lstm_gates(activation, recurrent_activation, forget_bias)
         self.weight_normalization = weight_normalization
         self.state_size = [units, units]
 
@@ -266,9 +264,7 @@ class MILSTMCell(MultiplicativeIntegrationCell):
         if self.use_bias:
             self.bias = self.add_weight(
                 shape=(4 * units,),
-                initializer=with_forget_bias(
-                    self.bias_initializer, units, self.forget_bias
-                ),
+                initializer=self.lstm_bias_initializer(),
                 name="bias",
             )
 
@@ -278,18 +274,14 @@ class MILSTMCell(MultiplicativeIntegrationCell):
         if self.weight_normalization:
             recurrent_kernel = weight_normalized(recurrent_kernel, self.recurrent_scale)
         z = self.integrate(inputs, h_prev, recurrent_kernel)  # [batch, 4 * units]
-        h, c = lstm_update(z, c_prev, self.activation, self.recurrent_activation)
+        h, c = self.lstm_step(z, c_prev)
         return h, [h, c]
 
     def get_config(self):
         config = super().get_config()
         config.update(
             {
-                "activation": keras.activations.serialize(self.activation),
-                "recurrent_activation": keras.activations.serialize(
-                    self.recurrent_activation
-                ),
-                "forget_bias": self.forget_bias,
+                **self.lstm_gates_config(),
                 "weight_normalization": self.weight_normalization,
             }
         )

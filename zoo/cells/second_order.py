@@ -13,18 +13,18 @@ import numpy as np
 from keras import ops
 
 from zoo.cells.base import (
+    LSTMGates,
     ZooCell,
     blockwise_initializer,
     check_choice,
     check_number,
     check_positive_int,
-    lstm_update,
 )
 from zoo.registry import register_cell
 
 
 @register_cell("second_order_lstm")
-class SecondOrderLSTMCell(ZooCell):
+class SecondOrderLSTMCell(LSTMGates, ZooCell):
     """Second-order LSTM cell: `S` LSTM cells mixed by an input-dependent routing.
 
     Implements the second-order LSTM report's eqs. (a)-(e):
@@ -116,9 +116,7 @@ class SecondOrderLSTMCell(ZooCell):
         self.num_cells = num_cells
         self.routing = routing
         self.assignment = assignment
-        self.activation = keras.activations.get(activation)
-        self.recurrent_activation = keras.activations.get(recurrent_activation)
-        self.forget_bias = forget_bias
+        self.set_lstm_gates(activation, recurrent_activation, forget_bias)
         self.use_bias = use_bias
         self.state_size = [units, units]
         self.temperature = self.add_weight(
@@ -159,17 +157,10 @@ class SecondOrderLSTMCell(ZooCell):
         )
         self.bias = None
         if self.use_bias:
-
-            def bias_initializer(shape, dtype=None):
-                bias = self.bias_initializer(shape, dtype=dtype)
-                forget = ops.concatenate(
-                    [ops.zeros((units,)), ops.full((units,), self.forget_bias)]
-                    + [ops.zeros((2 * units,))]
-                )
-                return bias + ops.cast(ops.tile(forget, (cells,)), bias.dtype)
-
             self.bias = self.add_weight(
-                shape=(cells * 4 * units,), initializer=bias_initializer, name="bias"
+                shape=(cells * 4 * units,),
+                initializer=self.lstm_bias_initializer(),
+                name="bias",
             )
 
     def routing_weights(self, inputs):
@@ -190,9 +181,7 @@ class SecondOrderLSTMCell(ZooCell):
         if self.bias is not None:
             z = z + self.bias  # [batch, cells * 4 * units]
         z = ops.reshape(z, (-1, self.num_cells, 4 * self.units))
-        h_cells, c_cells = lstm_update(  # [batch, cells, units] each
-            z, c_prev[:, None], self.activation, self.recurrent_activation
-        )
+        h_cells, c_cells = self.lstm_step(z, c_prev[:, None])  # [b, cells, u]
         h = ops.sum(alpha * h_cells, axis=1)  # [batch, units]
         c = ops.sum(alpha * c_cells, axis=1)  # [batch, units]
         return h, [h, c]
@@ -205,11 +194,7 @@ class SecondOrderLSTMCell(ZooCell):
                 "temperature": float(ops.convert_to_numpy(self.temperature)),
                 "routing": self.routing,
                 "assignment": self.assignment,
-                "activation": keras.activations.serialize(self.activation),
-                "recurrent_activation": keras.activations.serialize(
-                    self.recurrent_activation
-                ),
-                "forget_bias": self.forget_bias,
+                **self.lstm_gates_config(),
                 "use_bias": self.use_bias,
             }
         )

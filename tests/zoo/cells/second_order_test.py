@@ -168,6 +168,13 @@ def test_assignment_from_embedding_clusters_and_is_seeded():
     assert assignment_from_embedding(points, 3, seed=1) == table
 
 
+def test_every_cell_gets_the_forget_bias():
+    cell = SecondOrderLSTMCell(3, num_cells=2, forget_bias=2.0)
+    cell.build((None, FEATURES))
+    block = np.concatenate([np.zeros(3), np.full(3, 2.0), np.zeros(6)])
+    np.testing.assert_array_equal(cell.bias.numpy(), np.tile(block, 2))
+
+
 @pytest.mark.parametrize(
     "make, message",
     [
