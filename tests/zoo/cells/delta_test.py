@@ -3,13 +3,10 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.reference import sigmoid
 from zoo.cells.delta import DeltaRNNCell
 
 UNITS = 6
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 @pytest.mark.parametrize("outer_activation", ["linear", "tanh"])

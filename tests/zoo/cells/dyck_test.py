@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, TIME, CellContract
+from tests.zoo.cells.reference import sigmoid
 from training.data import dyck
 from training.metrics import closing_bracket_accuracy
 from training.tasks import closing_as_next_token
@@ -11,10 +12,6 @@ from zoo.layers import DyckReadout
 
 K, M = 2, 4
 OPEN, CLOSE = 3, 3 + K  # ids of "(" and "[" are 3, 4; of ")" and "]" 5, 6
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def dyck_arrays(num_sequences, min_length, max_length, seed):

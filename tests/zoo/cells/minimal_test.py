@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.reference import sigmoid
 from zoo.cells import minimal
 from zoo.cells.minimal import MinGRU, MinGRUCell, MinLSTM, MinLSTMCell
 
@@ -15,10 +16,6 @@ LAYERS = [
     pytest.param(MinLSTM, {}, id="min_lstm"),
     pytest.param(MinLSTM, {"normalize_gates": True}, id="min_lstm_normalized"),
 ]
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def random_inputs(seed=1, time=TIME):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.reference import random_inputs, run_layer, sigmoid, softmax
 from zoo.cells.multi_matrix import (
     MultiMatrixLSTMCell,
     MultiMatrixRNNCell,
@@ -13,23 +14,6 @@ from zoo.cells.multi_matrix import (
 
 UNITS = 6
 CHOICES = 3
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def random_inputs(seed=1):
-    return np.random.default_rng(seed).normal(size=(BATCH, TIME, FEATURES))
-
-
-def run_layer(cell, x):
-    return np.asarray(keras.layers.RNN(cell, return_sequences=True)(x))
 
 
 def unpack(cell, groups):

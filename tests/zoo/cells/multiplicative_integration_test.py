@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.reference import random_inputs, run_layer, sigmoid
 from zoo.cells.multiplicative_integration import MILSTMCell, MIRNNCell
 
 UNITS = 6
@@ -12,18 +13,6 @@ RANDOM = {
     "beta2_initializer": "random_normal",
     "bias_initializer": "random_normal",
 }
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def random_inputs(seed=1):
-    return np.random.default_rng(seed).normal(size=(BATCH, TIME, FEATURES))
-
-
-def run_layer(cell, x):
-    return np.asarray(keras.layers.RNN(cell, return_sequences=True)(x))
 
 
 def weights_of(cell):

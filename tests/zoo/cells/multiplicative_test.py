@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.reference import random_inputs, run_layer, sigmoid
 from zoo.cells.multiplicative import (
     MultiplicativeLSTMCell,
     MultiplicativeRNNCell,
@@ -10,18 +11,6 @@ from zoo.cells.multiplicative import (
 )
 
 UNITS = 6
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def random_inputs(seed=1):
-    return np.random.default_rng(seed).normal(size=(BATCH, TIME, FEATURES))
-
-
-def run_layer(cell, x):
-    return np.asarray(keras.layers.RNN(cell, return_sequences=True)(x))
 
 
 def test_mrnn_matches_reference():

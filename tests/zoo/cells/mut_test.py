@@ -3,14 +3,11 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.reference import sigmoid
 from zoo.cells.mut import MUT1Cell, MUT2Cell, MUT3Cell
 
 # MUT1 and MUT2 add x_t to a units-sized pre-activation: units == features.
 UNITS = FEATURES
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def run_reference_case(cell_class, units):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.reference import random_inputs, run_layer, sigmoid, softmax
 from zoo.cells.second_order import (
     SecondOrderLSTMCell,
     assignment_from_embedding,
@@ -17,25 +18,8 @@ VOCAB = 5
 ASSIGNMENT = [2, 0, 1, 1, 0]
 
 
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def random_inputs(seed=1):
-    return np.random.default_rng(seed).normal(size=(BATCH, TIME, FEATURES))
-
-
 def random_ids(seed=1):
     return np.random.default_rng(seed).integers(0, VOCAB, size=(BATCH, TIME))
-
-
-def run_layer(cell, x):
-    return np.asarray(keras.layers.RNN(cell, return_sequences=True)(x))
 
 
 def lstm_step(x, h, c, kernel, recurrent_kernel, bias):

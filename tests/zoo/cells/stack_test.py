@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.reference import random_inputs, sigmoid
 from zoo.cells.stack import (
     DiffStkLSTMCell,
     DiffStkMIRNNCell,
@@ -25,10 +26,6 @@ DIFFSTK_CELLS = [
 ]
 
 
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)
@@ -36,10 +33,6 @@ def softmax(x):
 
 def f1(x, scale=1.7159):
     return scale * np.tanh(2.0 / 3.0 * x)  # eq. 2
-
-
-def random_inputs(seed=1):
-    return np.random.default_rng(seed).normal(size=(BATCH, TIME, FEATURES))
 
 
 def run_layer(cell, x, **kwargs):

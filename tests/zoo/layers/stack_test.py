@@ -2,6 +2,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests.zoo.cells.reference import sigmoid
 from zoo.layers.stack import NO_OP, POP, PUSH, DifferentiableStack, stack_update
 
 BATCH, DEPTH, WIDTH, UNITS = 3, 4, 2, 5
@@ -80,10 +81,6 @@ def make_stack(**kwargs):
     layer = DifferentiableStack(UNITS, **{**options, **kwargs})
     layer.build((None, UNITS))
     return layer
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def test_layer_with_one_hot_actions_is_a_list_stack():
