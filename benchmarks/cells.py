@@ -140,7 +140,7 @@ def main():
     for label, name, options in configurations:
         cell_class = zoo.get_cell_class(name)
         takes_ids = getattr(cell_class, "takes_token_ids", False)
-        if takes_ids and "vocab_size" in cell_class.__init__.__code__.co_varnames:
+        if takes_ids and zoo.cell_takes_vocab_size(cell_class):
             options = {"vocab_size": ID_VOCAB, **options}
 
         def make_layer(name=name, options=options):

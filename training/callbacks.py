@@ -2,8 +2,8 @@
 
 import keras
 
-from zoo.cells.base import check_number
 from zoo.cells.second_order import second_order_cells
+from zoo.checks import check_number
 
 
 class TemperatureAnnealing(keras.callbacks.Callback):

@@ -31,7 +31,7 @@ import keras_tuner
 import numpy as np
 
 import zoo
-from zoo.cells.base import check_number, check_positive_int
+from zoo.checks import check_number, check_positive_int
 
 # The architecture knobs that exist only for some cells: a cell constructor
 # option and the values a search tries by default.

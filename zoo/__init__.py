@@ -12,10 +12,16 @@ from zoo.models import (
     reset_states,
     trace_recognizer,
 )
-from zoo.registry import available_cells, get_cell, get_cell_class
+from zoo.registry import (
+    available_cells,
+    cell_takes_vocab_size,
+    get_cell,
+    get_cell_class,
+)
 
 __all__ = [
     "available_cells",
+    "cell_takes_vocab_size",
     "default_jit_compile",
     "get_cell",
     "get_cell_class",

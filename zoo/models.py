@@ -10,15 +10,14 @@ object is needed to load a saved recognizer). `trace_recognizer` returns the
 stack actions of a recognizer built on a stack cell.
 """
 
-import inspect
-
 import keras
 import tensorflow as tf
 from keras import ops
 
-from zoo.cells.base import check_number, check_positive_int
 from zoo.cells.stack import trace_stack
-from zoo.registry import get_cell_class
+from zoo.checks import check_number, check_positive_int
+from zoo.registry import cell_takes_vocab_size, get_cell_class
+from zoo.walk import walk_layers
 
 
 def default_jit_compile():
@@ -56,7 +55,7 @@ def reset_states(model):
     Keras 3 models have no `reset_states()`; this walks the model's layers,
     including those inside `Bidirectional` wrappers and nested models.
     """
-    for layer in model._flatten_layers(include_self=False):
+    for layer in walk_layers(model):
         if getattr(layer, "stateful", False) and hasattr(layer, "reset_state"):
             layer.reset_state()
 
@@ -64,8 +63,27 @@ def reset_states(model):
 def _pass_vocab_size(cell_class, vocab_size, cell_options):
     # A cell that reads token ids and sizes itself by the vocabulary
     # (tensor_rnn) gets the model's; one with a fixed layout (dyck_rnn) not.
-    if "vocab_size" in inspect.signature(cell_class.__init__).parameters:
+    if cell_takes_vocab_size(cell_class):
         cell_options.setdefault("vocab_size", vocab_size)
+
+
+def _check_token_id_cell(cell, **settings):
+    """Whether `cell` reads token ids; if so, refuses an embedding or more layers.
+
+    `settings` are the builder's `num_layers`, `embedding_dim` and
+    `tie_embeddings`; a cell that reads ids has none of those.
+    """
+    if not getattr(get_cell_class(cell), "takes_token_ids", False):
+        return False
+    allowed = {"num_layers": 1, "embedding_dim": None, "tie_embeddings": False}
+    if any(settings[key] != allowed[key] for key in settings):
+        expected = ", ".join(f"{key}={allowed[key]!r}" for key in settings)
+        received = ", ".join(f"{key}={value!r}" for key, value in settings.items())
+        raise ValueError(
+            f"Cell {cell!r} reads token ids, so it has no embedding and forms one "
+            f"layer: expected {expected}; received {received}."
+        )
+    return True
 
 
 def _variational_dropout(rate, name):
@@ -129,19 +147,15 @@ def language_model(
         check_positive_int("embedding_dim", embedding_dim)
     output_dropout = dropout if output_dropout is None else output_dropout
     for name, rate in (("dropout", dropout), ("output_dropout", output_dropout)):
-        check_number(name, rate, 0.0, 1.0)
-        if rate >= 1.0:
-            raise ValueError(f"`{name}` must be in [0, 1); received {rate!r}.")
+        check_number(name, rate, 0.0, 1.0, high_open=True)
     if stateful:
         check_positive_int("batch_size (required when stateful=True)", batch_size)
-    takes_ids = getattr(cell_class, "takes_token_ids", False)
-    if takes_ids and (num_layers != 1 or embedding_dim or tie_embeddings):
-        raise ValueError(
-            f"Cell {cell!r} reads token ids, so it has no embedding and forms one "
-            "layer: expected num_layers=1, embedding_dim=None, tie_embeddings=False; "
-            f"received num_layers={num_layers!r}, embedding_dim={embedding_dim!r}, "
-            f"tie_embeddings={tie_embeddings!r}."
-        )
+    takes_ids = _check_token_id_cell(
+        cell,
+        num_layers=num_layers,
+        embedding_dim=embedding_dim,
+        tie_embeddings=tie_embeddings,
+    )
     embedding_dim = embedding_dim or units
 
     ids = keras.Input(
@@ -179,7 +193,15 @@ def language_model(
     return keras.Model(ids, logits, name=f"{cell}_language_model")
 
 
-def recognizer(cell, vocab_size, units, embedding_dim=None, **cell_options):
+def recognizer(
+    cell,
+    vocab_size,
+    units,
+    embedding_dim=None,
+    num_layers=1,
+    dropout=0.0,
+    **cell_options,
+):
     """Builds a recognizer from token ids to next-symbol logits and acceptance.
 
     The model maps int token ids `(batch, time)`, with 0 as padding, to a
@@ -205,6 +227,10 @@ def recognizer(cell, vocab_size, units, embedding_dim=None, **cell_options):
             included.
         units: Positive integer, the cell's hidden size.
         embedding_dim: Size of the embedding. Default: `units`.
+        num_layers: Number of stacked recurrent layers (the first is named
+            `"recurrent"`, the others `"recurrent_1"`, ...). Default: 1.
+        dropout: Variational dropout rate in [0, 1) on the embedding and
+            after each recurrent layer. Default: 0.
         **cell_options: Passed to the cell's constructor (for the stack
             cells: `stack_depth`, `noise_stddev`, ...).
 
@@ -219,10 +245,15 @@ def recognizer(cell, vocab_size, units, embedding_dim=None, **cell_options):
     cell_class = get_cell_class(cell)
     check_positive_int("vocab_size", vocab_size)
     check_positive_int("units", units)
+    check_positive_int("num_layers", num_layers)
+    check_number("dropout", dropout, 0.0, 1.0, high_open=True)
     if embedding_dim is not None:
         check_positive_int("embedding_dim", embedding_dim)
+    takes_ids = _check_token_id_cell(
+        cell, num_layers=num_layers, embedding_dim=embedding_dim
+    )
     ids = keras.Input(shape=(None,), dtype="int32", name="tokens")
-    if getattr(cell_class, "takes_token_ids", False):
+    if takes_ids:
         _pass_vocab_size(cell_class, vocab_size, cell_options)
         x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
         mask = ops.not_equal(ids, 0)
@@ -231,10 +262,20 @@ def recognizer(cell, vocab_size, units, embedding_dim=None, **cell_options):
             vocab_size, embedding_dim or units, mask_zero=True, name="embedding"
         )
         x, mask = embedding(ids), None
-    rnn = keras.layers.RNN(
-        cell_class(units, **cell_options), return_sequences=True, name="recurrent"
-    )
-    h = rnn(x, mask=mask)
+        if dropout:
+            x = _variational_dropout(dropout, "embedding_dropout")(x)
+    h = x
+    for index in range(num_layers):
+        layer = recurrent_layer(
+            cell,
+            units,
+            return_sequences=True,
+            name="recurrent" if index == 0 else f"recurrent_{index}",
+            **dict(cell_options),
+        )
+        h = layer(h, mask=mask)
+        if dropout:
+            h = _variational_dropout(dropout, f"dropout_{index}")(h)
     outputs = {
         "next_symbol": keras.layers.Dense(vocab_size, name="next_symbol")(h),
         "accept": keras.layers.Dense(1, activation="sigmoid", name="accept")(h),

@@ -1,5 +1,7 @@
 """The registry of recurrent cells: short lowercase names to cell classes."""
 
+import inspect
+
 import keras
 
 _CELLS = {}
@@ -33,6 +35,11 @@ def get_cell_class(name):
             f"Unknown cell {name!r}; expected one of: {', '.join(available_cells())}."
         )
     return _CELLS[name]
+
+
+def cell_takes_vocab_size(cell_class):
+    """Whether `cell_class`'s constructor takes `vocab_size` (e.g. `tensor_rnn`)."""
+    return "vocab_size" in inspect.signature(cell_class.__init__).parameters
 
 
 def get_cell(name, units, **options):

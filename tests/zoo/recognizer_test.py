@@ -2,6 +2,7 @@ import keras
 import numpy as np
 import pytest
 
+import zoo
 from zoo.models import (
     hybrid_recognition_loss,
     recognition_targets,
@@ -90,9 +91,17 @@ def test_trace_recognizer_returns_stack_actions():
     )
 
 
-@pytest.mark.parametrize("cell", ["stack_rnn", "lstm", "tensor_rnn"])
-def test_any_registered_cell(cell):
-    options = {"stack_depth": 8} if cell == "stack_rnn" else {}
+@pytest.mark.parametrize(
+    "cell, options",
+    [
+        ("stack_rnn", {"stack_depth": 8}),
+        ("lstm", {}),
+        ("tensor_rnn", {}),
+        ("lstm", {"num_layers": 2, "dropout": 0.3}),
+        ("min_gru", {"num_layers": 2}),
+    ],
+)
+def test_any_registered_cell(cell, options):
     keras.utils.set_random_seed(0)
     model = recognizer(cell, VOCAB, 4, **options)
     ids, _ = dyck1_set(3, 6, seed=3)
@@ -105,6 +114,13 @@ def test_any_registered_cell(cell):
     np.testing.assert_allclose(
         short["accept"][0, -1], outputs["accept"][0, len(row) - 1], atol=1e-5
     )
+
+
+def test_layers_are_the_cells_sequence_layers():
+    model = recognizer("min_gru", VOCAB, 4, num_layers=2, dropout=0.2)
+    layers = [model.get_layer("recurrent"), model.get_layer("recurrent_1")]
+    assert all(type(layer) is zoo.MinGRU for layer in layers)
+    assert model.get_layer("embedding_dropout").rate == 0.2
 
 
 def test_save_and_load(tmp_path):
@@ -136,6 +152,9 @@ def test_recognition_targets():
         ({"vocab_size": 0}, "`vocab_size` must be a positive integer"),
         ({"units": 2.0}, "`units` must be a positive integer"),
         ({"embedding_dim": -1}, "`embedding_dim` must be a positive integer"),
+        ({"num_layers": 0}, "`num_layers` must be a positive integer"),
+        ({"dropout": 1.0}, r"`dropout` must be in \[0.0, 1.0\); received 1.0"),
+        ({"cell": "tensor_rnn", "num_layers": 2}, "reads token ids"),
     ],
 )
 def test_invalid_arguments(kwargs, message):

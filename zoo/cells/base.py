@@ -1,36 +1,10 @@
-"""What every zoo cell shares: argument checks, initializers, shapes, config."""
+"""What every zoo cell shares: initializers, LSTM gating, shapes, config."""
 
 import keras
 import numpy as np
 from keras import ops
 
-
-def check_positive_int(name, value):
-    """Raises a one-line `ValueError` unless `value` is an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
-
-
-def check_number(name, value, low=None, high=None, low_open=False):
-    """Raises a one-line `ValueError` unless `value` is a number in range."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"`{name}` must be a number; received {value!r}.")
-    too_low = low is not None and (value <= low if low_open else value < low)
-    too_high = high is not None and value > high
-    if too_low or too_high:
-        bracket = "(" if low_open else "["
-        raise ValueError(
-            f"`{name}` must be in {bracket}{low}, {high}]; received {value!r}."
-        )
-
-
-def check_choice(name, value, choices):
-    """Raises a one-line `ValueError` unless `value` is one of `choices`."""
-    if value not in choices:
-        raise ValueError(
-            f"`{name}` must be one of {', '.join(map(repr, choices))}; "
-            f"received {value!r}."
-        )
+from zoo.checks import check_number, check_positive_int
 
 
 def independent_initializers(initializer, count):
@@ -108,6 +82,7 @@ class LSTMGates:
     """
 
     def set_lstm_gates(self, activation, recurrent_activation, forget_bias):
+        check_number("forget_bias", forget_bias)
         self.activation = keras.activations.get(activation)
         self.recurrent_activation = keras.activations.get(recurrent_activation)
         self.forget_bias = forget_bias

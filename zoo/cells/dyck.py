@@ -12,9 +12,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.cells.base import ZooCell, check_positive_int
+from zoo.cells.base import ZooCell
+from zoo.checks import check_positive_int
 from zoo.layers.dyck_readout import DyckReadout
 from zoo.registry import register_cell
+from zoo.walk import walk_layers
 
 
 def _check_non_negative_int(name, value):
@@ -225,7 +227,7 @@ def set_designed_weights(model, gate_scale=50.0, readout_scale=10.0):
     Returns the number of cells and readouts set.
     """
     count = 0
-    for layer in model._flatten_layers(include_self=True, recursive=True):
+    for layer in walk_layers(model, include_self=True):
         if isinstance(layer, DyckRNNCell):
             layer.embeddings.assign(layer.designed_embeddings())
             kernel = np.zeros((layer.embedding_dim, 1), "float32")

@@ -11,7 +11,8 @@ once with `log_space_scan`, a parallel scan in log space.
 import keras
 from keras import ops
 
-from zoo.cells.base import ZooCell, check_choice
+from zoo.cells.base import ZooCell
+from zoo.checks import check_choice
 from zoo.registry import register_cell
 
 MODES = ("auto", "parallel", "sequential")

@@ -13,13 +13,8 @@ memory per step instead of O(batch * units**2)).
 import keras
 from keras import ops
 
-from zoo.cells.base import (
-    LSTMGates,
-    ZooCell,
-    blockwise_initializer,
-    check_number,
-    check_positive_int,
-)
+from zoo.cells.base import LSTMGates, ZooCell, blockwise_initializer
+from zoo.checks import check_number, check_positive_int
 from zoo.registry import register_cell
 
 

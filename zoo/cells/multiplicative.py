@@ -11,13 +11,8 @@ both cells here and by the stack-augmented cells built on them.
 import keras
 from keras import ops
 
-from zoo.cells.base import (
-    LSTMGates,
-    ZooCell,
-    check_number,
-    check_positive_int,
-    independent_initializers,
-)
+from zoo.cells.base import LSTMGates, ZooCell, independent_initializers
+from zoo.checks import check_positive_int
 from zoo.registry import register_cell
 
 
@@ -160,7 +155,6 @@ class MultiplicativeLSTMCell(LSTMGates, ZooCell):
         use_bias=True,
         **kwargs,
     ):
-        check_number("forget_bias", forget_bias)
         super().__init__(units, **kwargs)
         self.set_lstm_gates(activation, recurrent_activation, forget_bias)
         self.weight_normalization = weight_normalization

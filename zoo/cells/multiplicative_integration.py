@@ -16,7 +16,7 @@ used by both cells here and by the Delta-RNN (`zoo.cells.delta`).
 import keras
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell, check_number
+from zoo.cells.base import LSTMGates, ZooCell
 from zoo.cells.multiplicative import weight_normalized
 from zoo.registry import register_cell
 
@@ -236,7 +236,6 @@ class MILSTMCell(LSTMGates, MultiplicativeIntegrationCell):
         weight_normalization=False,
         **kwargs,
     ):
-        check_number("forget_bias", forget_bias)
         super().__init__(units, **kwargs)
         self.set_lstm_gates(activation, recurrent_activation, forget_bias)
         self.weight_normalization = weight_normalization

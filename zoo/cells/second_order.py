@@ -12,15 +12,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.cells.base import (
-    LSTMGates,
-    ZooCell,
-    blockwise_initializer,
-    check_choice,
-    check_number,
-    check_positive_int,
-)
+from zoo.cells.base import LSTMGates, ZooCell, blockwise_initializer
+from zoo.checks import check_choice, check_number, check_positive_int
 from zoo.registry import register_cell
+from zoo.walk import walk_layers
 
 
 @register_cell("second_order_lstm")
@@ -95,7 +90,6 @@ class SecondOrderLSTMCell(LSTMGates, ZooCell):
         check_positive_int("num_cells", num_cells)
         check_number("temperature", temperature, low=0, low_open=True)
         check_choice("routing", routing, ("attention", "assignment"))
-        check_number("forget_bias", forget_bias)
         if routing == "assignment":
             if not assignment or not all(
                 isinstance(s, (int, np.integer)) and 0 <= s < num_cells
@@ -209,7 +203,7 @@ def second_order_cells(model):
     """
     return [
         layer
-        for layer in model._flatten_layers(include_self=True, recursive=True)
+        for layer in walk_layers(model, include_self=True)
         if isinstance(layer, SecondOrderLSTMCell)
     ]
 

@@ -18,9 +18,10 @@ import functools
 import keras
 from keras import ops
 
-from zoo.cells.base import ZooCell, check_number, check_positive_int
+from zoo.cells.base import ZooCell
 from zoo.cells.multiplicative import MultiplicativeLSTMCell, MultiplicativeRNNCell
 from zoo.cells.multiplicative_integration import MIRNNCell
+from zoo.checks import check_number, check_positive_int
 from zoo.layers.stack import NO_OP, DifferentiableStack
 from zoo.registry import register_cell
 

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from zoo.cells.base import check_positive_int
+from zoo.checks import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="zoo")

@@ -13,7 +13,7 @@ so a step costs `O(depth * width)`.
 import keras
 from keras import ops
 
-from zoo.cells.base import check_number, check_positive_int
+from zoo.checks import check_number, check_positive_int
 
 PUSH, POP, NO_OP = 0, 1, 2
 
