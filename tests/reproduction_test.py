@@ -6,7 +6,7 @@ Run them with `python -m pytest -m slow`.
 import pytest
 
 from training import recipes
-from training.train import train
+from training.runs import train_run
 
 
 @pytest.mark.slow
@@ -15,6 +15,6 @@ def test_dyck_rnn_reaches_full_wcpa_for_every_bound(m, tmp_path):
     # The multi-matrix report, Table 2: the Dyck model has WCPA 100 for
     # m in {4, 6, 8}, with test strings up to twice the training length.
     recipe = recipes.resolve("dyck2_dyck_rnn", "small", [f"task.m={m}"])
-    _, metrics = train(recipe, tmp_path / "run", verbose=0)
+    metrics = train_run(recipe, tmp_path / "run")
     assert metrics["valid"]["wcpa"] == 1.0
     assert metrics["test"]["wcpa"] == 1.0

@@ -1,9 +1,26 @@
-"""Training callbacks: temperature annealing of the second-order LSTM."""
+"""Training callbacks: state resets for stateful models, temperature annealing."""
 
 import keras
 
+import zoo
 from zoo.cells.second_order import second_order_cells
 from zoo.checks import check_number
+
+
+class ResetStatesEachEpoch(keras.callbacks.Callback):
+    """Zeroes the recurrent state before each epoch and around each evaluation.
+
+    For stateful models trained with truncated BPTT (`zoo.reset_states`).
+    """
+
+    def on_epoch_begin(self, epoch, logs=None):
+        zoo.reset_states(self.model)
+
+    def on_test_begin(self, logs=None):
+        zoo.reset_states(self.model)
+
+    def on_test_end(self, logs=None):
+        zoo.reset_states(self.model)
 
 
 class TemperatureAnnealing(keras.callbacks.Callback):

@@ -66,7 +66,7 @@ class TextScorer(tf.Module):
         padded = inputs.to_tensor(0)  # [batch, time]
         outputs = self.model(padded, training=False)
         results = {"lengths": lengths}
-        if self.head == "closing_brackets":
+        if self.head == "closing_bracket":
             results["closing_log_probabilities"] = tf.math.log(outputs)
             return results
         if self.head == "recognizer":

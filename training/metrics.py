@@ -1,11 +1,10 @@
-"""Evaluation metrics: Dyck closing-bracket accuracy, recognition, cross-entropy.
+"""Evaluation metrics: Dyck bracket prediction (WCPA/LDPA), recognition, cross-entropy.
 
-- `closing_bracket_accuracy`: Hewitt et al.'s bracket prediction accuracy on
-  m-bounded Dyck-k. At every position where the stack is non-empty, the
-  prediction is correct when p(correct close) / p(any close) >= 0.8. LDPA is
-  that accuracy per closing distance, WCPA the minimum LDPA over distances.
-  The Keras metric `WorstCaseClosingAccuracy` and the callback `DyckEvaluation`
-  call the same counting function (`closing_bracket_counts`).
+- `bracket_prediction_accuracy`: Hewitt et al.'s bracket prediction accuracy
+  on m-bounded Dyck-k, of any model that gives next-token probabilities. At
+  every position where the stack is non-empty, the prediction is correct
+  when p(correct close) / p(any close) >= 0.8. LDPA is that accuracy per
+  closing distance, WCPA the minimum LDPA over distances.
 - `recognition_accuracy`: string classification accuracy, overall and per
   length bin (Mali et al., 2020).
 - `cross_entropy`, `perplexity`, `bits_per_character` and
@@ -21,10 +20,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from training.data.dyck import FIRST_BRACKET_ID, annotate_targets
+from training.data.dyck import FIRST_BRACKET_ID
 
 
-def closing_bracket_counts(
+def bracket_prediction_counts(
     probabilities, close_targets, distances, *, k, threshold=0.8, num_distances
 ):
     """Correct and evaluated counts per distance (the one implementation).
@@ -72,8 +71,8 @@ def closing_bracket_counts(
 
 
 @dataclasses.dataclass
-class ClosingAccuracy:
-    """Result of `closing_bracket_accuracy`.
+class BracketPredictionAccuracy:
+    """Result of `bracket_prediction_accuracy`.
 
     Attributes:
         ldpa: `{distance: accuracy}` for every distance that occurs.
@@ -90,7 +89,7 @@ class ClosingAccuracy:
     counts: dict
 
 
-def summarize_closing_counts(correct, total):
+def summarize_bracket_counts(correct, total):
     """LDPA/WCPA/mean/pooled from per-distance `(correct, total)` counts."""
     correct = np.asarray(correct, dtype=np.float64)
     total = np.asarray(total, dtype=np.float64)
@@ -101,7 +100,7 @@ def summarize_closing_counts(correct, total):
             "with at least one open bracket"
         )
     ldpa = {int(d): float(correct[d] / total[d]) for d in present}
-    return ClosingAccuracy(
+    return BracketPredictionAccuracy(
         ldpa=ldpa,
         wcpa=min(ldpa.values()),
         mean_ldpa=float(np.mean(list(ldpa.values()))),
@@ -110,7 +109,7 @@ def summarize_closing_counts(correct, total):
     )
 
 
-def closing_bracket_accuracy(
+def bracket_prediction_accuracy(
     probabilities, close_targets, distances, *, k, threshold=0.8
 ):
     """LDPA, WCPA, mean LDPA and pooled accuracy on arrays.
@@ -123,12 +122,12 @@ def closing_bracket_accuracy(
         threshold: 0.8 in both reports.
 
     Returns:
-        A `ClosingAccuracy`.
+        A `BracketPredictionAccuracy`.
     """
     probabilities = np.asarray(probabilities, dtype=np.float64)
     distances = np.asarray(distances)
     num_distances = int(distances.max(initial=0)) + 1
-    correct, total = closing_bracket_counts(
+    correct, total = bracket_prediction_counts(
         probabilities,
         np.asarray(close_targets),
         distances,
@@ -136,151 +135,9 @@ def closing_bracket_accuracy(
         threshold=threshold,
         num_distances=num_distances,
     )
-    return summarize_closing_counts(
+    return summarize_bracket_counts(
         keras.ops.convert_to_numpy(correct), keras.ops.convert_to_numpy(total)
     )
-
-
-@keras.saving.register_keras_serializable(package="zoo")
-class WorstCaseClosingAccuracy(keras.metrics.Metric):
-    """WCPA as a Keras metric on a Dyck language model's next-token output.
-
-    `y_true` are the next-token targets (`DyckArrays.targets`); the stack
-    annotations are recomputed from them, so the metric fits
-    `model.compile(metrics=[...])` next to the language-model loss.
-    `result()` is the WCPA; `ldpa()` returns the per-distance accuracies.
-
-    Args:
-        k: number of bracket types.
-        threshold: share of close-bracket probability needed (0.8).
-        max_distance: distances above it are pooled into its bin.
-        from_logits: apply a softmax to `y_pred` first.
-    """
-
-    def __init__(
-        self,
-        k,
-        threshold=0.8,
-        max_distance=2048,
-        from_logits=False,
-        name="wcpa",
-        **kwargs,
-    ):
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        super().__init__(name=name, **kwargs)
-        self.k = k
-        self.threshold = threshold
-        self.max_distance = max_distance
-        self.from_logits = from_logits
-        self.correct = self.add_variable(
-            shape=(max_distance + 1,), initializer="zeros", name="correct"
-        )
-        self.total = self.add_variable(
-            shape=(max_distance + 1,), initializer="zeros", name="total"
-        )
-
-    def _annotate(self, y_true):
-        import tensorflow as tf
-
-        close_targets, distances = tf.numpy_function(
-            lambda t: annotate_targets(t, self.k),
-            [tf.cast(y_true, "int32")],
-            [tf.int32, tf.int32],
-        )
-        close_targets.set_shape(y_true.shape)
-        distances.set_shape(y_true.shape)
-        return close_targets, distances
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        y_pred = ops.convert_to_tensor(y_pred, "float32")
-        if self.from_logits:
-            y_pred = ops.softmax(y_pred, axis=-1)
-        close_targets, distances = self._annotate(ops.convert_to_tensor(y_true))
-        correct, total = closing_bracket_counts(
-            y_pred,
-            close_targets,
-            distances,
-            k=self.k,
-            threshold=self.threshold,
-            num_distances=self.max_distance + 1,
-        )
-        self.correct.assign_add(correct)
-        self.total.assign_add(total)
-
-    def result(self):
-        accuracy = ops.where(
-            self.total > 0, self.correct / ops.maximum(self.total, 1.0), np.inf
-        )
-        worst = ops.min(accuracy)
-        return ops.where(ops.isinf(worst), 0.0, worst)
-
-    def ldpa(self):
-        """`{distance: accuracy}` accumulated so far."""
-        return summarize_closing_counts(
-            np.array(self.correct.numpy()), np.array(self.total.numpy())
-        ).ldpa
-
-    def reset_state(self):
-        self.correct.assign(ops.zeros_like(self.correct))
-        self.total.assign(ops.zeros_like(self.total))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "k": self.k,
-                "threshold": self.threshold,
-                "max_distance": self.max_distance,
-                "from_logits": self.from_logits,
-            }
-        )
-        return config
-
-
-class DyckEvaluation(keras.callbacks.Callback):
-    """Adds WCPA, mean LDPA and pooled accuracy on held-out Dyck data to the logs.
-
-    At the end of every epoch the model predicts `arrays.inputs` and
-    `closing_bracket_accuracy` is computed; the logs gain
-    `{prefix}wcpa`, `{prefix}mean_ldpa` and `{prefix}pooled_accuracy`, and
-    `self.history` keeps every epoch's `ClosingAccuracy`.
-
-    Args:
-        arrays: a `training.data.dyck.DyckArrays`.
-        k: number of bracket types.
-        batch_size: prediction batch size.
-        from_logits: apply a softmax to the model output first.
-        prefix: log-key prefix.
-    """
-
-    def __init__(self, arrays, k, batch_size=64, from_logits=False, prefix="val_"):
-        super().__init__()
-        self.arrays = arrays
-        self.k = k
-        self.batch_size = batch_size
-        self.from_logits = from_logits
-        self.prefix = prefix
-        self.history = []
-
-    def evaluate(self):
-        """Returns the `ClosingAccuracy` of the current model."""
-        outputs = self.model.predict(
-            self.arrays.inputs, batch_size=self.batch_size, verbose=0
-        )
-        if self.from_logits:
-            outputs = keras.ops.convert_to_numpy(keras.ops.softmax(outputs, axis=-1))
-        return closing_bracket_accuracy(
-            outputs, self.arrays.close_targets, self.arrays.distances, k=self.k
-        )
-
-    def on_epoch_end(self, epoch, logs=None):
-        result = self.evaluate()
-        self.history.append(result)
-        if logs is not None:
-            logs[f"{self.prefix}wcpa"] = result.wcpa
-            logs[f"{self.prefix}mean_ldpa"] = result.mean_ldpa
-            logs[f"{self.prefix}pooled_accuracy"] = result.pooled
 
 
 @dataclasses.dataclass

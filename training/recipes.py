@@ -5,7 +5,8 @@ builder's arguments; `model.options` goes to the cell), `train` (optimizer,
 epochs, callbacks) and `small`, which holds the same tables again with the
 values that shrink the experiment from the paper's scale to minutes on 2 CPU
 cores. `resolve` merges the defaults, the recipe, the scale and the user's
-`key=value` overrides, and rejects any key it does not know.
+`key=value` overrides, rejects any key it does not know, and checks the
+combination (`check`) before any data is built.
 """
 
 import copy
@@ -13,15 +14,21 @@ import json
 import tomllib
 from pathlib import Path
 
+import zoo
+from training.data import corpora, recognition
+
 RECIPE_DIR = Path(__file__).parent / "recipes"
 SCALES = ("small", "paper")
+# The task kinds (`training.tasks.TASKS` has a class for each).
+KINDS = ("dyck", "closing_bracket", "recognition", "language_model")
+STEP_LABELS = ("string", "prefix")
 
 # Every key a recipe may set, with its default; `None` means "no default".
 DEFAULTS = {
     "description": "",
     "source": "",
     "task": {
-        "kind": None,  # dyck | dyck_closing | recognition | language_model
+        "kind": None,  # one of KINDS
         # Dyck-(k, m)
         "k": 2,
         "m": 4,
@@ -175,7 +182,54 @@ def resolve(name, scale="small", overrides=()):
             update = {key: update}
         _merge(resolved, update, "")
     resolved["name"], resolved["scale"] = name, scale
-    for section, key in (("task", "kind"), ("model", "cell")):
-        if resolved[section][key] is None:
-            raise RecipeError(f"Recipe {name!r} does not set {section}.{key}.")
+    check(resolved)
     return resolved
+
+
+def check(recipe):
+    """Raises a one-line `RecipeError` if the recipe's settings do not go together.
+
+    Run by `resolve`, so a bad combination is refused before any data is
+    generated or read.
+    """
+    task, model, train = recipe["task"], recipe["model"], recipe["train"]
+    for section, key in (("task", "kind"), ("model", "cell")):
+        if recipe[section][key] is None:
+            raise RecipeError(
+                f"Recipe {recipe['name']!r} does not set {section}.{key}."
+            )
+    kind = task["kind"]
+    if kind not in KINDS:
+        raise RecipeError(
+            f"Unknown task kind {kind!r}; expected one of: {', '.join(KINDS)}."
+        )
+    try:
+        zoo.get_cell_class(model["cell"])
+        if kind == "recognition":
+            recognition.vocabulary_size(task["language"])
+        if kind == "language_model":
+            corpora.check_corpus_name(task["corpus"])
+    except ValueError as error:
+        raise RecipeError(str(error)) from None
+    if kind == "closing_bracket" and model["cell"] != "dyck_rnn":
+        raise RecipeError(
+            "task.kind 'closing_bracket' trains the Dyck-RNN; expected "
+            f"model.cell='dyck_rnn', received {model['cell']!r}."
+        )
+    if task["step_labels"] not in STEP_LABELS:
+        raise RecipeError(
+            "task.step_labels must be 'string' or 'prefix'; received "
+            f"{task['step_labels']!r}."
+        )
+    if train["stateful"] and kind != "language_model":
+        raise RecipeError(
+            f"train.stateful is for language models; expected false for task.kind "
+            f"{kind!r}, received true."
+        )
+    if train["reduce_lr_patience"] is not None and (
+        train["final_learning_rate"] is not None
+    ):
+        raise RecipeError(
+            "train.reduce_lr_patience and train.final_learning_rate both set; "
+            "expected one learning-rate schedule."
+        )

@@ -1,21 +1,39 @@
-"""Run directories: what a training run leaves behind, and reading it back.
+"""Run directories: training a recipe into one, and reading it back.
 
 A run directory holds `recipe.json` (the resolved recipe, seed included),
 `vocabulary.json`, `best.keras` (the best model by validation loss),
 `backup/` (`BackupAndRestore`, while training), `log.csv`, `tensorboard/`,
 `metrics.json` and, after export, `saved_model/`.
+
+- `train_run(recipe, run_dir)` trains a resolved recipe there and returns its
+  metrics (what `python -m training.train` runs);
+- `load_run(run_dir)` rebuilds the finished run's model from `recipe.json`
+  and `vocabulary.json` with the best weights, reading no data (what export,
+  generation, evaluation and analyses start from).
 """
 
+import collections
 import json
 from pathlib import Path
 
+import keras
+import tensorflow as tf
+
+from training import fitting
 from training.data.tokenize import Vocabulary
+from training.tasks import make_task
 
 RECIPE, VOCABULARY, BEST, METRICS = (
     "recipe.json",
     "vocabulary.json",
     "best.keras",
     "metrics.json",
+)
+BACKUP, LOG, TENSORBOARD = "backup", "log.csv", "tensorboard"
+
+Run = collections.namedtuple("Run", ["recipe", "vocabulary", "task", "model"])
+Run.__doc__ = (
+    """A finished run: its recipe, vocabulary, task (no data read) and model."""
 )
 
 
@@ -32,6 +50,7 @@ def read_json(path):
 
 
 def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
+    """Returns `run_dir` as a `Path`; a `RunError` unless it holds `needs`."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunError(f"Run directory {str(run_dir)!r} does not exist.")
@@ -44,18 +63,90 @@ def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
     return run_dir
 
 
-def load_run(run_dir):
-    """Returns `(recipe, vocabulary, task, model)` of a finished run.
+def run_directory_callbacks(run_dir, monitor):
+    """The callbacks that write into a run directory: backup, best model, logs."""
+    return [
+        keras.callbacks.BackupAndRestore(str(run_dir / BACKUP)),
+        keras.callbacks.ModelCheckpoint(
+            str(run_dir / BEST), monitor=monitor, save_best_only=True
+        ),
+        keras.callbacks.CSVLogger(str(run_dir / LOG), append=True),
+        keras.callbacks.TensorBoard(str(run_dir / TENSORBOARD), write_graph=False),
+    ]
 
-    The model is rebuilt from the recipe (stateless) and given the best
-    weights, so it works at any batch size.
+
+def train_run(recipe, run_dir, verbose=0, callbacks=()):
+    """Trains a resolved recipe in `run_dir`; returns the metrics it writes.
+
+    Seeds Python, NumPy and TensorFlow with `train.seed` and turns op
+    determinism on, writes `recipe.json` and `vocabulary.json`, fits with
+    `training.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
+    evaluates the best model on every split of the task and writes
+    `metrics.json`. A run directory that already holds this recipe resumes
+    from its backup (a finished run is trained again from the start); one
+    that holds another recipe is a `RunError`. Prints nothing but Keras's
+    progress at `verbose`.
+
+    Args:
+        recipe: A recipe from `training.recipes.resolve`.
+        run_dir: The run directory (created if missing).
+        verbose: `model.fit`'s verbosity. Default: 0 (silent).
+        callbacks: More Keras callbacks for `model.fit`.
+
+    Returns:
+        `{split: metrics}` for each of the task's splits, as in
+        `metrics.json`; `make_task(recipe).report(metrics[split], split)`
+        formats one.
     """
-    from training.tasks import make_task
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    recipe_path = run_dir / RECIPE
+    if recipe_path.exists() and read_json(recipe_path) != recipe:
+        raise RunError(
+            f"Run directory {str(run_dir)!r} holds a different recipe; expected a "
+            "new --run-dir or the same recipe and overrides."
+        )
+    write_json(recipe_path, recipe)
+    if not (run_dir / BACKUP).exists():  # a new or finished run starts afresh
+        (run_dir / LOG).unlink(missing_ok=True)
+    keras.utils.set_random_seed(recipe["train"]["seed"])
+    tf.config.experimental.enable_op_determinism()
 
+    task = make_task(recipe)
+    (run_dir / VOCABULARY).write_text(task.vocabulary.to_json())
+    model = task.build_model()
+    fitting.fit(
+        model,
+        task,
+        callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
+        verbose=verbose,
+    )
+    best = task.build_model(stateful=False)
+    best.load_weights(run_dir / BEST)
+    metrics = {split: task.evaluate(best, split) for split in task.splits}
+    write_json(run_dir / METRICS, metrics)
+    return metrics
+
+
+def load_vocabulary(run_dir):
+    """The `Vocabulary` a run directory saved."""
+    return Vocabulary.from_json((Path(run_dir) / VOCABULARY).read_text())
+
+
+def load_run(run_dir):
+    """Returns the `Run` (recipe, vocabulary, task, model) of a finished run.
+
+    Reads `recipe.json`, `vocabulary.json` and `best.keras` only: the task is
+    made with the saved vocabulary and reads no data until asked to (its
+    `evaluate` does), so export and generation work without the data
+    directory. The model is rebuilt from the recipe (stateless) and given the
+    best weights, so it works at any batch size; `run.task.build_model(
+    stateful=True, batch_size=...)` rebuilds it in other forms.
+    """
     run_dir = check_run(run_dir)
     recipe = read_json(run_dir / RECIPE)
-    vocabulary = Vocabulary.from_json((run_dir / VOCABULARY).read_text())
+    vocabulary = load_vocabulary(run_dir)
     task = make_task(recipe, vocabulary=vocabulary)
     model = task.build_model(stateful=False)
     model.load_weights(run_dir / BEST)
-    return recipe, vocabulary, task, model
+    return Run(recipe, vocabulary, task, model)

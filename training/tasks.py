@@ -1,28 +1,37 @@
-"""The kinds of experiment: each builds its data, model, loss and evaluation.
+"""The kinds of experiment: each task knows its data, model, loss and evaluation.
 
-`make_task(recipe)` returns one of:
+`make_task(recipe, vocabulary=None)` returns the task of `recipe["task"]["kind"]`:
 
-- `DyckTask` (`task.kind = "dyck"`): next-token prediction on m-bounded
-  Dyck-k (START prepended, END predicted), evaluated with WCPA/LDPA.
-- `LanguageModelTask` (`"language_model"`): a text corpus, stateful truncated
-  BPTT (or shuffled windows), evaluated with cross-entropy, perplexity and
-  bits per character over the whole split with the state carried through.
-
-- `DyckClosingTask` (`"dyck_closing"`): the Dyck-RNN's task on the same
+- `DyckTask` (`"dyck"`): next-token prediction on m-bounded Dyck-k (START
+  prepended, END predicted) by a language model, evaluated with WCPA/LDPA and
+  cross-entropy.
+- `ClosingBracketTask` (`"closing_bracket"`): the Dyck-RNN's task on the same
   data, the closing bracket's type at every position where the next token
   closes, evaluated with WCPA/LDPA.
 - `RecognitionTask` (`"recognition"`): Dyck-n or palindrome recognition
   (Mali et al. 2020) with the hybrid loss, evaluated with accuracy overall
   and per length bin.
+- `LanguageModelTask` (`"language_model"`): a text corpus, stateful truncated
+  BPTT (or epoch-shuffled windows), evaluated with cross-entropy, perplexity
+  and bits per token over the whole split with the state carried through.
 
-Each task exposes `vocabulary`, `vocab_size`, `start_id` (the id a text is
-read after, or None), `head` (what the model outputs: `"language_model"`,
-`"closing_brackets"` or `"recognizer"`), `splits`, `build_model(stateful,
-batch_size)`, `compile_arguments()`, `train_data()`, `validation_data()`,
-`callbacks()`, `evaluate(model, split)` and `report(metrics, split)`.
+Making a task reads no data: the vocabulary (the given one, e.g. a run's
+`vocabulary.json`, or the task's own), the start id and the model follow from
+the recipe. Data are generated or read the first time `train_data`,
+`validation_data` or `evaluate` needs them (a language model without a given
+vocabulary reads its training split to build one).
+
+Every task has `recipe`, `vocabulary`, `vocab_size`, `start_id` (the id a
+text is read after, or None), `head` (what the model outputs:
+`"language_model"`, `"closing_bracket"` or `"recognizer"`), `monitor`,
+`splits` and the methods `build_model(stateful=False, batch_size=None)`,
+`compile_arguments()`, `train_data()` (the dataset and the callbacks it
+needs), `validation_data()`, `evaluate(model, split)`,
+`report(metrics, split)` and `with_recipe(recipe)`.
 """
 
 import copy
+import functools
 
 import keras
 import numpy as np
@@ -30,46 +39,29 @@ import tensorflow as tf
 
 import zoo
 from training import metrics as metrics_lib
+from training.callbacks import ResetStatesEachEpoch
 from training.data import batching, corpora, dyck, recognition
 from training.data.tokenize import Vocabulary
 
-
-class EpochShuffle(keras.callbacks.Callback):
-    """Sets the epoch a seeded, epoch-keyed shuffle reads (see `epoch_shuffled`)."""
-
-    def __init__(self, epoch_variable):
-        super().__init__()
-        self.epoch_variable = epoch_variable
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch_variable.assign(epoch)
-
-
-def epoch_shuffled(arrays, batch_size, seed):
-    """A dataset of `arrays` batches in an order fixed by `(seed, epoch)`.
-
-    Unlike `Dataset.shuffle`, whose order depends on how many times the
-    dataset was iterated in this process, the order here is a function of the
-    epoch number alone, so a run resumed by `BackupAndRestore` sees the same
-    batches as an uninterrupted one. Returns the dataset and the callback that
-    tells it the epoch.
-    """
-    epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
-    count = len(arrays[0])
-    tensors = tuple(tf.constant(a) for a in arrays)
-
-    def permutation(_):
-        order = tf.random.experimental.stateless_shuffle(
-            tf.range(count), seed=tf.stack([tf.constant(seed, tf.int64), epoch])
-        )
-        return tuple(tf.gather(t, order) for t in tensors)
-
-    dataset = tf.data.Dataset.range(1).map(permutation).unbatch()
-    return dataset.batch(batch_size), EpochShuffle(epoch)
+EVAL_ROWS = 10  # a language model is evaluated on this many contiguous rows
+PREDICT_BATCH = 256
 
 
 class Task:
-    """What every task shares."""
+    """What every task shares: the recipe, the vocabulary, the language model."""
+
+    monitor = "val_loss"
+    head = "language_model"
+    splits = ("valid", "test")
+
+    def __init__(self, recipe, vocabulary=None):
+        self.recipe = recipe
+        self.vocabulary = self.own_vocabulary() if vocabulary is None else vocabulary
+        self.vocab_size = len(self.vocabulary)
+
+    def own_vocabulary(self):
+        """The vocabulary of the task's data (used when none is given)."""
+        raise NotImplementedError
 
     def with_recipe(self, recipe):
         """The same data with another recipe's model and training settings.
@@ -81,18 +73,68 @@ class Task:
         clone.recipe = recipe
         return clone
 
+    def compile_arguments(self):
+        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+
+    def build_model(self, stateful=False, batch_size=None):
+        """The recipe's language model (`zoo.language_model`)."""
+        model = self.recipe["model"]
+        return zoo.language_model(
+            model["cell"],
+            self.vocab_size,
+            model["units"],
+            embedding_dim=model["embedding_dim"],
+            num_layers=model["num_layers"],
+            dropout=model["dropout"],
+            output_dropout=model["output_dropout"],
+            tie_embeddings=model["tie_embeddings"],
+            stateful=stateful,
+            batch_size=batch_size,
+            **model["options"],
+        )
+
+    def _shuffled(self, columns):
+        train = self.recipe["train"]
+        dataset, shuffle = batching.epoch_shuffled(
+            columns, train["batch_size"], train["seed"]
+        )
+        return dataset, [shuffle]
+
+    def _batched(self, columns):
+        dataset = tf.data.Dataset.from_tensor_slices(columns)
+        return dataset.batch(self.recipe["train"]["batch_size"])
+
+
+def bracket_metrics(probabilities, arrays, k):
+    """WCPA, LDPA per distance and pooled accuracy of next-token probabilities."""
+    accuracy = metrics_lib.bracket_prediction_accuracy(
+        probabilities, arrays.close_targets, arrays.distances, k=k
+    )
+    return {
+        "wcpa": accuracy.wcpa,
+        "mean_ldpa": accuracy.mean_ldpa,
+        "pooled_accuracy": accuracy.pooled,
+        "ldpa": {str(d): a for d, a in accuracy.ldpa.items()},
+        "ldpa_counts": {str(d): n for d, n in accuracy.counts.items()},
+        "sequences": len(arrays.inputs),
+    }
+
 
 class DyckTask(Task):
     """Next-token prediction on Dyck-(k, m), evaluated with WCPA and LDPA."""
 
-    monitor = "val_loss"
-    head = "language_model"
-    splits = ("valid", "test")
+    def __init__(self, recipe, vocabulary=None):
+        self.k, self.m = recipe["task"]["k"], recipe["task"]["m"]
+        super().__init__(recipe, vocabulary)
+        self.start_id = dyck.START_ID
 
-    def __init__(self, recipe):
-        self.recipe = recipe
-        task = recipe["task"]
-        self.k, self.m = task["k"], task["m"]
+    def own_vocabulary(self):
+        return Vocabulary(dyck.token_names(self.k), unk_token=None)
+
+    @functools.cached_property
+    def arrays(self):
+        """`{"train", "valid", "test"}` -> `DyckArrays`, generated on first use."""
+        task = self.recipe["task"]
         strings = dyck.dyck_splits(
             self.k,
             self.m,
@@ -100,69 +142,34 @@ class DyckTask(Task):
             dev=task["dev_sequences"],
             test=task["test_sequences"],
             unit="sequences",
-            seed=recipe["train"]["seed"],
+            seed=self.recipe["train"]["seed"],
         )
-        self.arrays = {
+        return {
             "train": dyck.frame(strings["train"], self.k),
             "valid": dyck.frame(strings["dev"], self.k),
             "test": dyck.frame(strings["test"], self.k),
         }
-        self.vocabulary = Vocabulary(dyck.token_names(self.k), unk_token=None)
-        self.vocab_size = dyck.vocabulary_size(self.k)
-        self.start_id = dyck.START_ID
-        self._shuffle_callback = None
-
-    def compile_arguments(self):
-        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
-
-    def build_model(self, stateful=False, batch_size=None):
-        return build_model(self.recipe, self.vocab_size, stateful, batch_size)
 
     def _columns(self, split):
         arrays = self.arrays[split]
         return arrays.inputs, arrays.targets, arrays.mask
 
     def train_data(self):
-        train = self.recipe["train"]
-        dataset, self._shuffle_callback = epoch_shuffled(
-            self._columns("train"), train["batch_size"], train["seed"]
-        )
-        return dataset
+        return self._shuffled(self._columns("train"))
 
     def validation_data(self):
-        batch_size = self.recipe["train"]["batch_size"]
-        return tf.data.Dataset.from_tensor_slices(self._columns("valid")).batch(
-            batch_size
-        )
-
-    def callbacks(self):
-        return [self._shuffle_callback] if self._shuffle_callback else []
-
-    def next_token_probabilities(self, model, inputs):
-        logits = model.predict(inputs, batch_size=256, verbose=0)
-        return keras.ops.convert_to_numpy(keras.ops.softmax(logits))
+        return self._batched(self._columns("valid"))
 
     def evaluate(self, model, split):
         arrays = self.arrays[split]
-        probabilities = self.next_token_probabilities(model, arrays.inputs)
-        accuracy = metrics_lib.closing_bracket_accuracy(
-            probabilities, arrays.close_targets, arrays.distances, k=self.k
-        )
-        metrics = {
-            "wcpa": accuracy.wcpa,
-            "mean_ldpa": accuracy.mean_ldpa,
-            "pooled_accuracy": accuracy.pooled,
-            "ldpa": {str(d): a for d, a in accuracy.ldpa.items()},
-            "ldpa_counts": {str(d): n for d, n in accuracy.counts.items()},
-            "sequences": len(arrays.inputs),
+        logits = model.predict(arrays.inputs, batch_size=PREDICT_BATCH, verbose=0)
+        probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
+        entropy = metrics_lib.cross_entropy(probabilities, arrays.targets, arrays.mask)
+        return {
+            **bracket_metrics(probabilities, arrays, self.k),
+            "cross_entropy": entropy,
+            "bits_per_token": metrics_lib.bits_per_character(entropy),
         }
-        if self.head == "language_model":
-            entropy = metrics_lib.cross_entropy(
-                probabilities, arrays.targets, arrays.mask
-            )
-            metrics["cross_entropy"] = entropy
-            metrics["bits_per_token"] = metrics_lib.bits_per_character(entropy)
-        return metrics
 
     def report(self, metrics, split):
         entropy = (
@@ -183,48 +190,7 @@ class DyckTask(Task):
         return "\n".join(lines)
 
 
-CORPUS_LOADERS = {
-    "ptb": lambda task: corpora.load_ptb(task["level"], data_dir=task["data_dir"]),
-    "wikitext2": lambda task: corpora.load_wikitext2(data_dir=task["data_dir"]),
-    "wikitext103": lambda task: corpora.load_wikitext103(data_dir=task["data_dir"]),
-    "text8": lambda task: corpora.load_text8(data_dir=task["data_dir"]),
-    "enwik8": lambda task: corpora.load_enwik8(data_dir=task["data_dir"]),
-    "tinyshakespeare": lambda task: corpora.load_tiny_shakespeare(
-        data_dir=task["data_dir"]
-    ),
-}
-
-
-def load_corpus(task):
-    """The corpus a recipe names: a known corpus or a local file or folder."""
-    name = task["corpus"]
-    if name in CORPUS_LOADERS:
-        return CORPUS_LOADERS[name](task)
-    if name.startswith("file:"):
-        return corpora.load_text(name[len("file:") :], level=task["level"])
-    raise ValueError(
-        f"Unknown corpus {name!r}; expected one of: {', '.join(CORPUS_LOADERS)}, "
-        "or file:PATH for a local text file or folder."
-    )
-
-
-EVAL_ROWS = 10
-
-
-def closing_as_next_token(closing, k):
-    """Closing-bracket probabilities `[..., k]` in the Dyck token layout.
-
-    The result `[..., 3 + 2k]` is zero but for the closing brackets, so the
-    WCPA/LDPA of a language model apply to the Dyck-RNN unchanged.
-    """
-    closing = np.asarray(closing)
-    probabilities = np.zeros(closing.shape[:-1] + (dyck.vocabulary_size(k),), "float32")
-    first_close = dyck.close_id(0, k)
-    probabilities[..., first_close : first_close + k] = closing
-    return probabilities
-
-
-class DyckClosingTask(DyckTask):
+class ClosingBracketTask(DyckTask):
     """The Dyck-RNN's task: which bracket closes, where the next token closes.
 
     The model (`zoo.dyck_rnn_model`) gives, after each token, probabilities
@@ -233,59 +199,76 @@ class DyckClosingTask(DyckTask):
     with a non-empty stack, as the language models are.
     """
 
-    head = "closing_brackets"
+    head = "closing_bracket"
 
     def compile_arguments(self):
         return {"loss": keras.losses.SparseCategoricalCrossentropy()}
+
+    def build_model(self, stateful=False, batch_size=None):
+        """The Dyck-RNN of `zoo.dyck_rnn_model`; it is stateless."""
+        if stateful:
+            raise ValueError(
+                "The Dyck-RNN is stateless; expected stateful=False, received True."
+            )
+        return zoo.dyck_rnn_model(self.k, self.m, **self.recipe["model"]["options"])
 
     def _columns(self, split):
         arrays = self.arrays[split]
         return arrays.inputs, arrays.close_labels, arrays.close_weights
 
-    def next_token_probabilities(self, model, inputs):
-        closing = model.predict(inputs, batch_size=256, verbose=0)  # [n, t, k]
-        return closing_as_next_token(closing, self.k)
+    def evaluate(self, model, split):
+        arrays = self.arrays[split]
+        closing = model.predict(arrays.inputs, batch_size=PREDICT_BATCH, verbose=0)
+        probabilities = dyck.closing_as_next_token(closing, self.k)
+        return bracket_metrics(probabilities, arrays, self.k)
 
 
 class RecognitionTask(Task):
     """Recognition of Dyck-n or palindromes with Mali et al.'s hybrid loss."""
 
-    monitor = "val_loss"
     head = "recognizer"
     splits = ("valid", "test", "long_120", "long_160")
 
-    def __init__(self, recipe):
-        self.recipe = recipe
+    def __init__(self, recipe, vocabulary=None):
         self.language = recipe["task"]["language"]
-        if recipe["task"]["step_labels"] not in ("string", "prefix"):
-            raise ValueError(
-                "task.step_labels must be 'string' or 'prefix'; received "
-                f"{recipe['task']['step_labels']!r}."
-            )
+        super().__init__(recipe, vocabulary)
+        self.start_id = dyck.START_ID
+
+    def own_vocabulary(self):
+        return Vocabulary(recognition.token_names(self.language), unk_token=None)
+
+    @functools.cached_property
+    def arrays(self):
+        """Split name -> `RecognitionArrays`, generated on first use."""
         splits = recognition.mali_splits(
             self.language,
-            seed=recipe["train"]["seed"],
-            scale=recipe["task"]["split_scale"],
+            seed=self.recipe["train"]["seed"],
+            scale=self.recipe["task"]["split_scale"],
         )
-        self.arrays = {
+        return {
             name: recognition.frame(split, self.language)
             for name, split in splits.items()
         }
-        self.vocab_size = recognition.vocabulary_size(self.language)
-        names = (
-            dyck.token_names(self.vocab_size // 2 - 1)
-            if self.language != "palindrome"
-            else ["<pad>", "START", "END", "a", "b", "c"]
-        )
-        self.vocabulary = Vocabulary(names[: self.vocab_size], unk_token=None)
-        self.start_id = dyck.START_ID
-        self._shuffle_callback = None
 
     def compile_arguments(self):
         return zoo.hybrid_recognition_loss()
 
     def build_model(self, stateful=False, batch_size=None):
-        return build_model(self.recipe, self.vocab_size)
+        """The recipe's recognizer (`zoo.recognizer`); it is stateless."""
+        if stateful:
+            raise ValueError(
+                "A recognizer is stateless; expected stateful=False, received True."
+            )
+        model = self.recipe["model"]
+        return zoo.recognizer(
+            model["cell"],
+            self.vocab_size,
+            model["units"],
+            embedding_dim=model["embedding_dim"],
+            num_layers=model["num_layers"],
+            dropout=model["dropout"],
+            **model["options"],
+        )
 
     def _columns(self, split):
         arrays = self.arrays[split]
@@ -306,26 +289,18 @@ class RecognitionTask(Task):
         return inputs, targets, {"next_symbol": mask, "accept": mask}
 
     def train_data(self):
-        train = self.recipe["train"]
-        dataset, self._shuffle_callback = epoch_shuffled(
-            self._columns("train"), train["batch_size"], train["seed"]
-        )
-        return dataset.map(self._as_dicts)
+        dataset, callbacks = self._shuffled(self._columns("train"))
+        return dataset.map(self._as_dicts), callbacks
 
     def validation_data(self):
-        batch_size = self.recipe["train"]["batch_size"]
-        dataset = tf.data.Dataset.from_tensor_slices(self._columns("valid"))
-        return dataset.batch(batch_size).map(self._as_dicts)
-
-    def callbacks(self):
-        return [self._shuffle_callback] if self._shuffle_callback else []
+        return self._batched(self._columns("valid")).map(self._as_dicts)
 
     def evaluate(self, model, split):
         arrays = self.arrays[split]
-        accept = model.predict(arrays.inputs, batch_size=256, verbose=0)["accept"]
+        outputs = model.predict(arrays.inputs, batch_size=PREDICT_BATCH, verbose=0)
         edges = list(range(0, int(arrays.lengths.max()) + 20, 20))
         accuracy = metrics_lib.recognition_accuracy(
-            accept[..., 0], arrays.labels, arrays.lengths, bin_edges=edges
+            outputs["accept"][..., 0], arrays.labels, arrays.lengths, bin_edges=edges
         )
         return {
             "accuracy": accuracy.overall,
@@ -353,81 +328,63 @@ class RecognitionTask(Task):
 class LanguageModelTask(Task):
     """Language modelling on a text corpus with truncated BPTT."""
 
-    monitor = "val_loss"
-    head = "language_model"
-    splits = ("valid", "test")
-
     def __init__(self, recipe, vocabulary=None):
-        self.recipe = recipe
         task, train = recipe["task"], recipe["train"]
-        self._corpus = None
-        self._encoded = None
-        if vocabulary is None:  # built from the training split only
-            self.vocabulary = Vocabulary.build(
-                self.corpus.train, level=self.corpus.level, add_eos=self.corpus.add_eos
-            )
-        else:  # a saved run's: the corpus is read only if data are needed
-            self.vocabulary = vocabulary
-        self.vocab_size = len(self.vocabulary)
-        # Text is read after an end of line, as the corpus's lines are.
-        self.start_id = self.vocabulary.eos_id if self.vocabulary.add_eos else None
         self.stateful = train["stateful"]
         self.batch_size = train["batch_size"]
         self.sequence_length = task["sequence_length"]
-        self._shuffle_callback = None
+        super().__init__(recipe, vocabulary)
+        # Text is read after an end of line, as the corpus's lines are.
+        self.start_id = self.vocabulary.eos_id if self.vocabulary.add_eos else None
 
-    @property
+    def own_vocabulary(self):
+        """Built from the training split only."""
+        corpus = self.corpus
+        return Vocabulary.build(
+            corpus.train, level=corpus.level, add_eos=corpus.add_eos
+        )
+
+    @functools.cached_property
     def corpus(self):
-        if self._corpus is None:
-            self._corpus = load_corpus(self.recipe["task"])
-        return self._corpus
+        """The recipe's corpus, read on first use."""
+        task = self.recipe["task"]
+        return corpora.load_corpus(
+            task["corpus"], level=task["level"], data_dir=task["data_dir"]
+        )
 
-    @property
+    @functools.cached_property
     def encoded(self):
-        if self._encoded is None:
-            self._encoded = {
-                split: self.vocabulary.encode(text, on_oov="unk", split=split)
-                for split, text in self.corpus.splits().items()
-            }
-        return self._encoded
-
-    def compile_arguments(self):
-        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+        """Split name -> `EncodedText` in the task's vocabulary."""
+        return {
+            split: self.vocabulary.encode(text, on_oov="unk", split=split)
+            for split, text in self.corpus.splits().items()
+        }
 
     def build_model(self, stateful=None, batch_size=None):
+        """The recipe's language model; stateful as `train.stateful` by default."""
         stateful = self.stateful if stateful is None else stateful
         batch_size = batch_size or (self.batch_size if stateful else None)
-        return build_model(self.recipe, self.vocab_size, stateful, batch_size)
+        return super().build_model(stateful, batch_size)
 
     def _tbptt(self, split):
-        inputs, targets = batching.tbptt_arrays(
+        return batching.tbptt_arrays(
             self.encoded[split].ids, self.batch_size, self.sequence_length
         )
-        return tf.data.Dataset.from_tensor_slices((inputs, targets))
 
     def train_data(self):
-        if self.stateful:
-            return self._tbptt("train")
-        inputs, targets = batching.tbptt_arrays(
-            self.encoded["train"].ids, self.batch_size, self.sequence_length
+        inputs, targets = self._tbptt("train")
+        if self.stateful:  # row b of a batch continues row b of the last one
+            dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
+            return dataset, [ResetStatesEachEpoch()]
+        return self._shuffled(
+            (
+                inputs.reshape(-1, self.sequence_length),
+                targets.reshape(-1, self.sequence_length),
+            )
         )
-        flat = (
-            inputs.reshape(-1, self.sequence_length),
-            targets.reshape(-1, self.sequence_length),
-        )
-        dataset, self._shuffle_callback = epoch_shuffled(
-            flat, self.batch_size, self.recipe["train"]["seed"]
-        )
-        return dataset
 
     def validation_data(self):
-        return self._tbptt("valid")
-
-    def callbacks(self):
-        callbacks = [self._shuffle_callback] if self._shuffle_callback else []
-        if self.stateful:
-            callbacks.append(ResetStatesEachEpoch())
-        return callbacks
+        return tf.data.Dataset.from_tensor_slices(self._tbptt("valid"))
 
     def evaluate(self, model, split):
         """Cross-entropy over the split, read as `EVAL_ROWS` contiguous rows.
@@ -472,68 +429,22 @@ class LanguageModelTask(Task):
         )
 
 
-class ResetStatesEachEpoch(keras.callbacks.Callback):
-    """Zeroes the recurrent state before each epoch and each evaluation."""
-
-    def on_epoch_begin(self, epoch, logs=None):
-        zoo.reset_states(self.model)
-
-    def on_test_begin(self, logs=None):
-        zoo.reset_states(self.model)
-
-    def on_test_end(self, logs=None):
-        zoo.reset_states(self.model)
-
-
-def build_model(recipe, vocab_size, stateful=False, batch_size=None):
-    """Builds the model of `recipe` for a vocabulary of `vocab_size` ids."""
-    kind, model = recipe["task"]["kind"], recipe["model"]
-    if kind == "dyck_closing":
-        if model["cell"] != "dyck_rnn":
-            raise ValueError(
-                "task.kind 'dyck_closing' trains the Dyck-RNN; expected "
-                f"model.cell='dyck_rnn', received {model['cell']!r}."
-            )
-        task = recipe["task"]
-        return zoo.dyck_rnn_model(task["k"], task["m"], **model["options"])
-    if kind == "recognition":
-        return zoo.recognizer(
-            model["cell"],
-            vocab_size,
-            model["units"],
-            embedding_dim=model["embedding_dim"],
-            **model["options"],
-        )
-    return zoo.language_model(
-        model["cell"],
-        vocab_size,
-        model["units"],
-        embedding_dim=model["embedding_dim"],
-        num_layers=model["num_layers"],
-        dropout=model["dropout"],
-        output_dropout=model["output_dropout"],
-        tie_embeddings=model["tie_embeddings"],
-        stateful=stateful,
-        batch_size=batch_size,
-        **model["options"],
-    )
-
-
 TASKS = {
     "dyck": DyckTask,
-    "dyck_closing": DyckClosingTask,
-    "language_model": LanguageModelTask,
+    "closing_bracket": ClosingBracketTask,
     "recognition": RecognitionTask,
+    "language_model": LanguageModelTask,
 }
 
 
 def make_task(recipe, vocabulary=None):
-    """Returns the task object of `recipe["task"]["kind"]`."""
-    kind = recipe["task"]["kind"]
-    if kind not in TASKS:
-        raise ValueError(
-            f"Unknown task kind {kind!r}; expected one of: {', '.join(sorted(TASKS))}."
-        )
-    if vocabulary is not None and kind == "language_model":
-        return TASKS[kind](recipe, vocabulary)
-    return TASKS[kind](recipe)
+    """Returns the task of a resolved recipe; reads no data.
+
+    Args:
+        recipe: A recipe from `training.recipes.resolve` (its kind is checked
+            there).
+        vocabulary: The vocabulary to use (a run's `vocabulary.json`);
+            default: the task's own, which for a language model means reading
+            its corpus's training split.
+    """
+    return TASKS[recipe["task"]["kind"]](recipe, vocabulary)

@@ -31,6 +31,8 @@ import keras_tuner
 import numpy as np
 
 import zoo
+from training import fitting
+from training.tasks import make_task
 from zoo.checks import check_number, check_positive_int
 
 # The architecture knobs that exist only for some cells: a cell constructor
@@ -72,9 +74,7 @@ def _choices(name, value, check):
 
 
 def _check_dropout(name, value):
-    check_number(name, value, 0.0, 1.0)
-    if value >= 1.0:
-        raise ValueError(f"`{name}` must be in [0, 1); received {value!r}.")
+    check_number(name, value, 0, 1, high_open=True)
 
 
 def _check_any(name, value):
@@ -109,7 +109,8 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             have. Default: `0.05` (5%).
         max_units: Largest hidden size a budget may give. Default: 4096.
         task: The recipe's task (`training.tasks.make_task(recipe)`), to share
-            its data; made when first needed if `None`.
+            its data; made when first needed if `None` (making it reads no
+            data, only training does).
         name, tunable: As in `keras_tuner.HyperModel`.
         **cell_option_choices: A cell option and its value(s), e.g.
             `num_choices=(2, 4)`; overrides `CELL_OPTION_CHOICES`.
@@ -122,8 +123,6 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     ...                                  max_trials=10)
     >>> tuner.search()  # the data come from the recipe
     """
-
-    default_cells = None  # None: the recipe's cell
 
     def __init__(
         self,
@@ -142,7 +141,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         **cell_option_choices,
     ):
         if cells is None:
-            cells = self.default_cells or (recipe["model"]["cell"],)
+            cells = (recipe["model"]["cell"],)
         cells = _choices("cells", cells, _check_any)
         for cell in cells:
             zoo.get_cell_class(cell)  # an unknown name is a ValueError
@@ -194,14 +193,11 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         }
         self._task = task
         self._parameter_counts = {}
-        self._steps_per_epoch = None
 
     @property
     def task(self):
         """The recipe's task: data, loss and model builder."""
         if self._task is None:
-            from training.tasks import make_task
-
             self._task = make_task(self.recipe)
         return self._task
 
@@ -340,106 +336,42 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     def _trial_task(self, recipe):
         return self.task.with_recipe(recipe)
 
-    def steps_per_epoch(self):
-        """Training steps per epoch: `train.max_steps_per_epoch` or one pass."""
-        if self._steps_per_epoch is None:
-            steps = self.recipe["train"]["max_steps_per_epoch"]
-            if steps is None:
-                steps = int(self.task.train_data().cardinality())
-            self._steps_per_epoch = steps
-        return self._steps_per_epoch
-
     def build(self, hp):
-        from training.train import optimizer_for
-
+        """The trial's model, uncompiled: `fit` compiles and trains it."""
         recipe = self.recipe_for(hp)
         keras.utils.set_random_seed(recipe["train"]["seed"])
-        task = self._trial_task(recipe)
-        model = task.build_model()
-        model.compile(
-            optimizer=optimizer_for(recipe["train"], self.steps_per_epoch()),
-            **task.compile_arguments(),
-            jit_compile=zoo.default_jit_compile(),
-        )
-        return model
+        return self._trial_task(recipe).build_model()
 
-    def fit(self, hp, model, *args, callbacks=(), **kwargs):
+    def fit(self, hp, model, *args, **kwargs):
         """Trains `model` as `training.train` trains the trial's recipe.
 
-        The data, epochs and callbacks come from the recipe; `epochs`,
-        `initial_epoch` (Hyperband) and `verbose` may come from the tuner.
-        The history also records the model's parameter count as `parameters`.
+        Compiles and fits with `training.fitting.fit`: the data, epochs and
+        callbacks come from the recipe; the tuner's keyword arguments
+        (`callbacks`, `epochs`, `initial_epoch` from Hyperband, `verbose`,
+        ...) go on to `model.fit`. Data arguments (`x`, `y`, `batch_size`,
+        `validation_data`, ...) are refused: the trial's data are the
+        recipe's. The history also records the model's parameter count as
+        `parameters`.
 
         Raises:
+            ValueError: positional arguments or data arguments were given
+                (e.g. `tuner.search(x, y)`).
             keras_tuner.errors.FailedTrialError: the model misses the budget.
         """
-        from training.train import schedule_callbacks
-
+        if args:
+            raise ValueError(
+                "RecurrentHyperModel trains on its recipe's data; expected no "
+                f"positional arguments to search/fit, received {len(args)}."
+            )
         recipe = self.recipe_for(hp)
         count = self.check_budget(recipe)
-        train = recipe["train"]
-        task = self._trial_task(recipe)
-        train_data = task.train_data()
-        steps = train["max_steps_per_epoch"]
-        if steps is not None:
-            train_data = train_data.repeat()
-        # A trial's files are the tuner's: no run-directory callbacks.
-        recipe_callbacks = schedule_callbacks(recipe, task)
-        history = model.fit(
-            train_data,
-            validation_data=task.validation_data(),
-            epochs=kwargs.pop("epochs", train["epochs"]),
-            initial_epoch=kwargs.pop("initial_epoch", 0),
-            steps_per_epoch=steps,
-            shuffle=False,  # the task's dataset shuffles, by epoch
-            callbacks=[*callbacks, *recipe_callbacks],
+        history = fitting.fit(
+            model,
+            self._trial_task(recipe),
+            callbacks=kwargs.pop("callbacks", ()),
             verbose=kwargs.pop("verbose", 2),
+            **kwargs,
         )
         epochs_run = len(history.history.get("loss", ()))
         history.history["parameters"] = [float(count)] * epochs_run
         return history
-
-
-class MultiMatrixHyperModel(RecurrentHyperModel):
-    """Multi-matrix cells (`mmrnn`, `mmlstm`) and the number of choice matrices `k`.
-
-    Searches `num_choices` (default choices `(2, 4, 8)`) with the shared
-    knobs; see `RecurrentHyperModel` for the arguments.
-    """
-
-    default_cells = ("mmrnn", "mmlstm")
-
-
-class SecondOrderHyperModel(RecurrentHyperModel):
-    """The second-order LSTM and its number of cells `S` (`num_cells`).
-
-    Searches `num_cells` (default choices `(2, 3, 4)`) with the shared
-    knobs; see `RecurrentHyperModel` for the arguments.
-    """
-
-    default_cells = ("second_order_lstm",)
-
-
-class StackHyperModel(RecurrentHyperModel):
-    """Stack-augmented cells (`stack_rnn`, `diffstk_*`) and their stack depth.
-
-    Searches `stack_depth` (default choices `(8, 16, 32, 64)`) with the
-    shared knobs; see `RecurrentHyperModel` for the arguments.
-    """
-
-    default_cells = (
-        "stack_rnn",
-        "diffstk_rnn",
-        "diffstk_lstm",
-        "diffstk_mrnn",
-        "diffstk_mlstm",
-        "diffstk_mirnn",
-    )
-
-
-HYPERMODELS = {
-    "recurrent": RecurrentHyperModel,
-    "multi_matrix": MultiMatrixHyperModel,
-    "second_order": SecondOrderHyperModel,
-    "stack": StackHyperModel,
-}

@@ -147,7 +147,7 @@ def language_model(
         check_positive_int("embedding_dim", embedding_dim)
     output_dropout = dropout if output_dropout is None else output_dropout
     for name, rate in (("dropout", dropout), ("output_dropout", output_dropout)):
-        check_number(name, rate, 0.0, 1.0, high_open=True)
+        check_number(name, rate, 0, 1, high_open=True)
     if stateful:
         check_positive_int("batch_size (required when stateful=True)", batch_size)
     takes_ids = _check_token_id_cell(
@@ -246,7 +246,7 @@ def recognizer(
     check_positive_int("vocab_size", vocab_size)
     check_positive_int("units", units)
     check_positive_int("num_layers", num_layers)
-    check_number("dropout", dropout, 0.0, 1.0, high_open=True)
+    check_number("dropout", dropout, 0, 1, high_open=True)
     if embedding_dim is not None:
         check_positive_int("embedding_dim", embedding_dim)
     takes_ids = _check_token_id_cell(

@@ -1,6 +1,5 @@
 import math
 
-import keras
 import numpy as np
 import pytest
 
@@ -26,7 +25,7 @@ def _hand_built():
 
 def test_wcpa_ldpa_hand_computed():
     arrays, probs = _hand_built()
-    result = metrics.closing_bracket_accuracy(
+    result = metrics.bracket_prediction_accuracy(
         probs, arrays.close_targets, arrays.distances, k=2
     )
     assert result.counts == {1: 3, 3: 1}
@@ -34,58 +33,10 @@ def test_wcpa_ldpa_hand_computed():
     assert result.wcpa == pytest.approx(1 / 3)
     assert result.mean_ldpa == pytest.approx(2 / 3)
     assert result.pooled == pytest.approx(2 / 4)
-    stricter = metrics.closing_bracket_accuracy(
+    stricter = metrics.bracket_prediction_accuracy(
         probs, arrays.close_targets, arrays.distances, k=2, threshold=0.85
     )
     assert stricter.ldpa == pytest.approx({1: 1 / 3, 3: 0.0})
-
-
-def test_keras_metric_matches_function():
-    arrays, probs = _hand_built()
-    metric = metrics.WorstCaseClosingAccuracy(k=2)
-    metric.update_state(arrays.targets[:1], probs[:1].astype("float32"))
-    metric.update_state(arrays.targets[1:], probs[1:].astype("float32"))
-    assert float(metric.result()) == pytest.approx(1 / 3)
-    assert metric.ldpa() == pytest.approx({1: 1 / 3, 3: 1.0})
-    metric.reset_state()
-    assert float(metric.result()) == 0.0
-    logits = np.log(np.clip(probs, 1e-9, None)).astype("float32")
-    from_logits = metrics.WorstCaseClosingAccuracy(k=2, from_logits=True)
-    from_logits.update_state(arrays.targets, logits)
-    assert float(from_logits.result()) == pytest.approx(1 / 3)
-
-
-def test_metric_and_callback_in_fit():
-    keras.utils.set_random_seed(0)
-    arrays = dyck.frame(dyck.sample_dyck(2, 3, num_sequences=16, seed=0), 2)
-    model = keras.Sequential(
-        [keras.layers.Embedding(7, 4), keras.layers.Dense(7, activation="softmax")]
-    )
-    model.compile(
-        "adam",
-        "sparse_categorical_crossentropy",
-        metrics=[metrics.WorstCaseClosingAccuracy(k=2)],
-    )
-    callback = metrics.DyckEvaluation(arrays, k=2)
-    history = model.fit(
-        arrays.inputs,
-        arrays.targets,
-        sample_weight=arrays.mask,
-        batch_size=16,
-        epochs=1,
-        verbose=0,
-        callbacks=[callback],
-    )
-    probs = model.predict(arrays.inputs, verbose=0)
-    expected = metrics.closing_bracket_accuracy(
-        probs, arrays.close_targets, arrays.distances, k=2
-    )
-    assert history.history["val_wcpa"][0] == pytest.approx(expected.wcpa)
-    assert history.history["val_pooled_accuracy"][0] == pytest.approx(expected.pooled)
-    evaluated = model.evaluate(
-        arrays.inputs, arrays.targets, batch_size=16, verbose=0, return_dict=True
-    )
-    assert evaluated["wcpa"] == pytest.approx(expected.wcpa, abs=1e-6)
 
 
 def test_recognition_accuracy_overall_and_per_bin():
@@ -136,12 +87,11 @@ def test_bpc_to_word_perplexity_krause_eq_23():
         ),
         (lambda: metrics.recognition_accuracy(np.ones((2, 3)), [1, 0]), "need lengths"),
         (
-            lambda: metrics.closing_bracket_accuracy(
+            lambda: metrics.bracket_prediction_accuracy(
                 np.ones((1, 1, 7)), np.zeros((1, 1)), np.zeros((1, 1)), k=2
             ),
             "no evaluated positions",
         ),
-        (lambda: metrics.WorstCaseClosingAccuracy(k=0), "k must be >= 1"),
     ],
 )
 def test_bad_inputs(call, message):

@@ -6,12 +6,8 @@ import zoo.cells.multi_matrix  # noqa: F401  registers mmrnn, mmlstm
 import zoo.cells.second_order  # noqa: F401  registers second_order_lstm
 import zoo.cells.stack  # noqa: F401  registers stack_rnn, diffstk_*
 from training import recipes
-from tuning.hypermodels import (
-    MultiMatrixHyperModel,
-    RecurrentHyperModel,
-    SecondOrderHyperModel,
-    StackHyperModel,
-)
+from training.tasks import make_task
+from tuning.hypermodels import RecurrentHyperModel
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +17,6 @@ def recipe():
 
 @pytest.fixture(scope="module")
 def task(recipe):
-    from training.tasks import make_task
-
     return make_task(recipe)
 
 
@@ -158,17 +152,18 @@ def test_fit_trains_the_recipe_and_records_the_parameter_count(recipe, task):
     assert int(model.optimizer.iterations) == recipe["train"]["max_steps_per_epoch"]
 
 
-def test_family_hypermodels_search_their_cells_and_knob(recipe, task):
-    hp = declared(MultiMatrixHyperModel(recipe, task=task))
-    assert [h.values for h in hp.space if h.name in ("cell", "num_choices")] == [
-        ["mmrnn", "mmlstm"],
-        [2, 4, 8],
-    ]
-    hp = declared(SecondOrderHyperModel(recipe, task=task))
-    assert [h.values for h in hp.space if h.name == "num_cells"] == [[2, 3, 4]]
-    hp = declared(StackHyperModel(recipe, task=task))
-    assert [h.values for h in hp.space if h.name == "stack_depth"] == [[8, 16, 32, 64]]
-    assert conditions(hp, "stack_depth") == []  # every stack cell takes it
+def test_fit_passes_the_tuners_arguments_on_and_refuses_data(recipe, task):
+    hypermodel = RecurrentHyperModel(recipe, units=4, num_layers=1, task=task)
+    hp = declared(hypermodel)
+    model = hypermodel.build(hp)
+    seen = []
+    callback = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, _: seen.append(e))
+    history = hypermodel.fit(hp, model, epochs=1, verbose=0, callbacks=[callback])
+    assert len(history.history["val_loss"]) == 1 and seen == [0]
+    with pytest.raises(ValueError, match="expected no positional arguments"):
+        hypermodel.fit(hp, model, [[1, 2]], verbose=0)
+    with pytest.raises(ValueError, match="data decide batch_size"):
+        hypermodel.fit(hp, model, batch_size=8, verbose=0)
 
 
 @pytest.mark.parametrize(

@@ -153,7 +153,7 @@ def test_recognition_targets():
         ({"units": 2.0}, "`units` must be a positive integer"),
         ({"embedding_dim": -1}, "`embedding_dim` must be a positive integer"),
         ({"num_layers": 0}, "`num_layers` must be a positive integer"),
-        ({"dropout": 1.0}, r"`dropout` must be in \[0.0, 1.0\); received 1.0"),
+        ({"dropout": 1.0}, r"`dropout` must be in \[0, 1\); received 1.0"),
         ({"cell": "tensor_rnn", "num_layers": 2}, "reads token ids"),
     ],
 )

@@ -5,5 +5,5 @@ Modules:
     recognition: Dyck-n and palindrome recognition sets (Mali et al., 2020).
     corpora: text corpus loaders (PTB, WikiText, text8, enwik8, Tiny Shakespeare).
     tokenize: vocabularies and tensorflow-text tokenization.
-    batching: truncated-BPTT batches and shuffled windows.
+    batching: truncated-BPTT batches and the epoch-keyed shuffle.
 """

@@ -1,29 +1,29 @@
-"""Batching a token stream for language modelling.
+"""Batching: truncated BPTT for a token stream, and the epoch-keyed shuffle.
 
-- `tbptt_arrays` / `tbptt_dataset`: truncated back-propagation through time.
-  The stream is cut into `batch_size` contiguous rows; step i of row b is
-  `row_b[i*T:(i+1)*T]`, so row b of every batch continues row b of the previous
-  batch and a stateful RNN can carry its state across batches (call
-  `reset_state()` at the start of each epoch). Targets are the inputs shifted by
-  one token.
-- `window_dataset`: fixed-length windows at shuffled start positions for
-  stateless training (reshuffled every epoch).
+- `tbptt_arrays`: truncated back-propagation through time. The stream is cut
+  into `batch_size` contiguous rows; step i of row b is `row_b[i*T:(i+1)*T]`,
+  so row b of every batch continues row b of the previous batch and a
+  stateful RNN can carry its state across batches (reset the state at the
+  start of each epoch). Targets are the inputs shifted by one token.
+- `epoch_shuffled`: batches of arrays in an order fixed by `(seed, epoch)`,
+  with the `EpochShuffle` callback that tells the dataset the epoch.
 """
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 
 def _check(ids, batch_size, sequence_length, needed):
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise ValueError(f"batch_size must be >= 1; received {batch_size}.")
     if sequence_length < 1:
-        raise ValueError(f"sequence_length must be >= 1, got {sequence_length}")
+        raise ValueError(f"sequence_length must be >= 1; received {sequence_length}.")
     ids = np.asarray(ids)
     if ids.ndim != 1:
-        raise ValueError(f"ids must be a 1-D token stream, got shape {ids.shape}")
+        raise ValueError(f"ids must be a 1-D token stream; received shape {ids.shape}.")
     if len(ids) < needed:
         raise ValueError(
             f"token stream of {len(ids)} ids is too short; expected at least {needed} "
@@ -69,51 +69,35 @@ def tbptt_arrays(ids, batch_size, sequence_length, drop_remainder=True):
     ]
 
 
-def tbptt_dataset(ids, batch_size, sequence_length):
-    """`tf.data.Dataset` of `(inputs, targets)` batches `(batch, T)` in order.
+class EpochShuffle(keras.callbacks.Callback):
+    """Sets the epoch a seeded, epoch-keyed shuffle reads (see `epoch_shuffled`)."""
 
-    Not shuffled, on purpose: batch i+1 continues batch i row by row.
+    def __init__(self, epoch_variable):
+        super().__init__()
+        self.epoch_variable = epoch_variable
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch_variable.assign(epoch)
+
+
+def epoch_shuffled(arrays, batch_size, seed):
+    """A dataset of `arrays` batches in an order fixed by `(seed, epoch)`.
+
+    Unlike `Dataset.shuffle`, whose order depends on how many times the
+    dataset was iterated in this process, the order here is a function of the
+    epoch number alone, so a run resumed by `BackupAndRestore` sees the same
+    batches as an uninterrupted one. Returns the dataset and the
+    `EpochShuffle` callback that tells it the epoch; pass both to `fit`.
     """
-    inputs, targets = tbptt_arrays(ids, batch_size, sequence_length)
-    return tf.data.Dataset.from_tensor_slices((inputs, targets))
+    epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+    count = len(arrays[0])
+    tensors = tuple(tf.constant(a) for a in arrays)
 
+    def permutation(_):
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(count), seed=tf.stack([tf.constant(seed, tf.int64), epoch])
+        )
+        return tuple(tf.gather(t, order) for t in tensors)
 
-def window_dataset(
-    ids,
-    sequence_length,
-    batch_size,
-    *,
-    stride=None,
-    shuffle=True,
-    seed=0,
-    drop_remainder=True,
-):
-    """Fixed-length windows `(inputs, targets)` at shuffled start positions.
-
-    Window j starts at `j * stride` (default stride: `sequence_length`, so
-    windows do not overlap) and targets are the inputs shifted by one token.
-
-    Args:
-        ids: 1-D int token stream.
-        sequence_length: window length T.
-        batch_size: windows per batch.
-        stride: distance between window starts.
-        shuffle: shuffle windows, differently every epoch (seeded).
-        seed: shuffle seed.
-        drop_remainder: drop a last incomplete batch.
-    """
-    ids = _check(ids, batch_size, sequence_length, sequence_length + 1)
-    stride = sequence_length if stride is None else stride
-    if stride < 1:
-        raise ValueError(f"stride must be >= 1, got {stride}")
-    starts = np.arange(0, len(ids) - sequence_length, stride, dtype=np.int64)
-    stream = tf.constant(ids.astype(np.int32))
-    dataset = tf.data.Dataset.from_tensor_slices(starts)
-    if shuffle:
-        dataset = dataset.shuffle(len(starts), seed=seed, reshuffle_each_iteration=True)
-
-    def window(start):
-        chunk = stream[start : start + sequence_length + 1]
-        return chunk[:-1], chunk[1:]
-
-    return dataset.map(window).batch(batch_size, drop_remainder=drop_remainder)
+    dataset = tf.data.Dataset.range(1).map(permutation).unbatch()
+    return dataset.batch(batch_size), EpochShuffle(epoch)

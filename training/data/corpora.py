@@ -245,7 +245,7 @@ def load_ptb(level="word", data_dir=None, download=True):
         download: allow downloading when no local copy is found.
     """
     if level not in ("word", "char"):
-        raise ValueError(f"PTB level must be 'word' or 'char', got {level!r}")
+        raise ValueError(f"PTB level must be 'word' or 'char'; received {level!r}.")
     prefix = "ptb." if level == "word" else "ptb.char."
     files = [f"{prefix}{split}.txt" for split in ("train", "valid", "test")]
     corpus = _split_files(
@@ -401,7 +401,7 @@ def load_text(
         valid_fraction, test_fraction: for contiguous splits.
     """
     if level not in ("word", "char", "byte"):
-        raise ValueError(f"level must be 'word', 'char' or 'byte', got {level!r}")
+        raise ValueError(f"level must be 'word', 'char' or 'byte'; received {level!r}.")
     if add_eos is None:
         add_eos = level == "word"
     path = Path(path)
@@ -422,3 +422,36 @@ def load_text(
     return _contiguous_split(
         path.name, text, valid_fraction, test_fraction, level, add_eos
     )
+
+
+# The corpora a recipe may name (`task.corpus`), each with how to load it.
+CORPORA = {
+    "ptb": lambda level, data_dir: load_ptb(level, data_dir=data_dir),
+    "wikitext2": lambda level, data_dir: load_wikitext2(data_dir=data_dir),
+    "wikitext103": lambda level, data_dir: load_wikitext103(data_dir=data_dir),
+    "text8": lambda level, data_dir: load_text8(data_dir=data_dir),
+    "enwik8": lambda level, data_dir: load_enwik8(data_dir=data_dir),
+    "tinyshakespeare": lambda level, data_dir: load_tiny_shakespeare(data_dir=data_dir),
+}
+FILE_PREFIX = "file:"
+
+
+def check_corpus_name(name):
+    """Raises a one-line `ValueError` unless `name` is in `CORPORA` or `file:PATH`."""
+    if name not in CORPORA and not name.startswith(FILE_PREFIX):
+        raise ValueError(
+            f"Unknown corpus {name!r}; expected one of: {', '.join(CORPORA)}, "
+            "or file:PATH for a local text file or folder."
+        )
+
+
+def load_corpus(name, level="word", data_dir=None):
+    """The corpus `name`: one of `CORPORA`, or `file:PATH` (see `load_text`).
+
+    `level` is the tokenization of PTB and of local files (the other corpora
+    have their own); `data_dir` is where to look before downloading.
+    """
+    check_corpus_name(name)
+    if name.startswith(FILE_PREFIX):
+        return load_text(name[len(FILE_PREFIX) :], level=level)
+    return CORPORA[name](level, data_dir)

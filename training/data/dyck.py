@@ -36,13 +36,13 @@ FIRST_BRACKET_ID = 3
 def _check_k_m(k, m=None):
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(
-            f"k (number of bracket types) must be an integer >= 1, got {k!r}"
+            f"k (number of bracket types) must be an integer >= 1; received {k!r}."
         )
     if m is not None and (not isinstance(m, (int, np.integer)) or m < 1):
-        raise ValueError(f"m (maximum depth) must be an integer >= 1, got {m!r}")
+        raise ValueError(f"m (maximum depth) must be an integer >= 1; received {m!r}.")
 
 
-def open_id(bracket_type, k):
+def open_id(bracket_type):
     """Token id of the open bracket of type `bracket_type` (0 .. k-1)."""
     return FIRST_BRACKET_ID + bracket_type
 
@@ -183,12 +183,14 @@ def sample_dyck(
         max_length = hewitt_max_length(m)
     if (num_sequences is None) == (num_tokens is None):
         raise ValueError(
-            "sample_dyck needs exactly one of num_sequences and num_tokens, got "
+            "sample_dyck needs exactly one of num_sequences and num_tokens; received "
             f"num_sequences={num_sequences!r}, num_tokens={num_tokens!r}"
         )
     budget = num_sequences if num_sequences is not None else num_tokens
     if budget < 0:
-        raise ValueError(f"the number of sequences/tokens must be >= 0, got {budget}")
+        raise ValueError(
+            f"the number of sequences/tokens must be >= 0; received {budget}."
+        )
     # Lengths are odd+1: n brackets (n even) plus END, so a valid length is odd.
     lo = max(min_length, 1)
     first_odd = lo if lo % 2 == 1 else lo + 1
@@ -252,7 +254,7 @@ def dyck_splits(
     """
     _check_k_m(k, m)
     if unit not in ("tokens", "sequences"):
-        raise ValueError(f"unit must be 'tokens' or 'sequences', got {unit!r}")
+        raise ValueError(f"unit must be 'tokens' or 'sequences'; received {unit!r}.")
     longest = hewitt_max_length(m)
     ranges = {
         "train": (train_min_length, longest),
@@ -273,18 +275,6 @@ def dyck_splits(
             **{size_key: sizes[name]},
         )
     return splits
-
-
-def report_splits(m, k=2, seed=0):
-    """The reports' setup: Dyck-(2, m), m in {4, 6, 8}, 10k/4k/10k sequences.
-
-    The second-order-LSTM report uses Hewitt's data with 10,000 train, 4,000
-    dev and 10,000 test strings; the multi-matrix report's 24,000 sequences per m
-    are the same three splits together. Lengths follow `dyck_splits`.
-    """
-    return dyck_splits(
-        k, m, train=10_000, dev=4_000, test=10_000, unit="sequences", seed=seed
-    )
 
 
 @dataclasses.dataclass
@@ -362,7 +352,7 @@ def frame(strings, k, length=None):
     _check_k_m(k)
     strings = [np.asarray(s, dtype=np.int32) for s in strings]
     if not strings:
-        raise ValueError("frame needs at least one string, got an empty list")
+        raise ValueError("frame needs at least one string; received an empty list.")
     longest = max(len(s) for s in strings)
     if length is None:
         length = longest
@@ -395,31 +385,14 @@ def frame(strings, k, length=None):
     )
 
 
-def to_dataset(arrays, batch_size, *, task="language_model", shuffle=False, seed=0):
-    """A `tf.data.Dataset` of `(inputs, targets, sample_weight)` batches.
+def closing_as_next_token(closing, k):
+    """Closing-bracket probabilities `[..., k]` in the Dyck token layout.
 
-    Args:
-        arrays: a `DyckArrays`.
-        batch_size: strings per batch.
-        task: `"language_model"` (targets = next tokens, weights = mask) or
-            `"closing_bracket"` (the Dyck-RNN task: targets = `close_labels`,
-            weights = `close_weights`).
-        shuffle: shuffle strings (reshuffled each epoch, seeded).
-        seed: shuffle seed.
+    The result `[..., 3 + 2k]` is zero but for the closing brackets, so the
+    WCPA/LDPA of a language model apply to the Dyck-RNN's output unchanged.
     """
-    import tensorflow as tf
-
-    if task == "language_model":
-        labels, weights = arrays.targets, arrays.mask
-    elif task == "closing_bracket":
-        labels, weights = arrays.close_labels, arrays.close_weights
-    else:
-        raise ValueError(
-            f"task must be 'language_model' or 'closing_bracket', got {task!r}"
-        )
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    dataset = tf.data.Dataset.from_tensor_slices((arrays.inputs, labels, weights))
-    if shuffle:
-        dataset = dataset.shuffle(len(arrays.inputs), seed=seed)
-    return dataset.batch(batch_size)
+    closing = np.asarray(closing)
+    probabilities = np.zeros(closing.shape[:-1] + (vocabulary_size(k),), "float32")
+    first_close = close_id(0, k)
+    probabilities[..., first_close : first_close + k] = closing
+    return probabilities

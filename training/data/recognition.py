@@ -37,6 +37,7 @@ import dataclasses
 
 import numpy as np
 
+from training.data import dyck
 from training.data.dyck import END_ID, FIRST_BRACKET_ID, PAD_ID, START_ID
 
 LANGUAGES = ("D2", "D3", "D6", "palindrome")
@@ -55,7 +56,8 @@ def _bracket_types(language):
         if n >= 1:
             return n
     raise ValueError(
-        f"language must be 'Dn' (n >= 1, e.g. 'D2') or 'palindrome', got {language!r}"
+        "language must be 'Dn' (n >= 1, e.g. 'D2') or 'palindrome'; "
+        f"received {language!r}."
     )
 
 
@@ -70,6 +72,18 @@ def alphabet(language):
 def vocabulary_size(language):
     """Number of token ids including PAD, START and END."""
     return FIRST_BRACKET_ID + len(alphabet(language))
+
+
+def token_names(language):
+    """Names of the ids 0 .. `vocabulary_size(language) - 1`.
+
+    Dyck-n uses Hewitt's spelling (`(a`, `a)`, ...); the palindrome language
+    `a`, `b` and the centre marker `c`.
+    """
+    n = _bracket_types(language)
+    if n is None:
+        return ["<pad>", "START", "END", "a", "b", "c"]
+    return dyck.token_names(n)
 
 
 def prefix_labels(tokens, language):
@@ -188,7 +202,7 @@ def sample_positives(
     n = _bracket_types(language)
     if n is not None and not (0 < p and p1 >= 0 and p + p1 <= 1):
         raise ValueError(
-            f"PCFG needs p > 0, p1 >= 0 and p + p1 <= 1, got p={p}, p1={p1}"
+            f"PCFG needs p > 0, p1 >= 0 and p + p1 <= 1; received p={p}, p1={p1}"
         )
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     strings = []
@@ -324,7 +338,7 @@ def make_split(
     """A balanced split of `size` strings, shuffled: see the module docstring."""
     if size < 2:
         raise ValueError(
-            f"split size must be >= 2 (a positive and a negative), got {size}"
+            f"split size must be >= 2 (a positive and a negative); received {size}."
         )
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     exclude = set(exclude)
@@ -439,7 +453,7 @@ def frame(split, language, length=None):
     """Frames a `RecognitionSplit` as `RecognitionArrays`."""
     strings = split.strings
     if not strings:
-        raise ValueError("frame needs at least one string, got an empty split")
+        raise ValueError("frame needs at least one string; received an empty split.")
     longest = max(len(s) for s in strings) + 1
     length = longest if length is None else length
     if length < longest:
@@ -467,26 +481,3 @@ def frame(split, language, length=None):
         labels=np.asarray(split.labels, dtype=np.int32),
         lengths=lengths,
     )
-
-
-def to_dataset(arrays, batch_size, *, shuffle=False, seed=0):
-    """`tf.data.Dataset` of `(inputs, targets, sample_weights)` for the hybrid loss.
-
-    Targets and weights are dicts with keys `"next_token"` (next symbols,
-    weights = mask) and `"recognition"` (per-step prefix labels, weights =
-    mask), matching a model with two outputs of those names.
-    """
-    import tensorflow as tf
-
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (
-            arrays.inputs,
-            {"next_token": arrays.targets, "recognition": arrays.prefix_labels},
-            {"next_token": arrays.mask, "recognition": arrays.mask},
-        )
-    )
-    if shuffle:
-        dataset = dataset.shuffle(len(arrays.inputs), seed=seed)
-    return dataset.batch(batch_size)

@@ -35,7 +35,7 @@ LEVELS = ("word", "char", "byte")
 
 def _check_level(level):
     if level not in LEVELS:
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+        raise ValueError(f"level must be one of {LEVELS}; received {level!r}.")
 
 
 def split_lines(text):
@@ -119,7 +119,7 @@ class Vocabulary:
             return
         tokens = [str(token) for token in tokens]
         if len(set(tokens)) != len(tokens):
-            raise ValueError("vocabulary tokens must be unique, got duplicates")
+            raise ValueError("vocabulary tokens must be unique; received duplicates.")
         if self.unk_token is not None and self.unk_token not in tokens:
             raise ValueError(f"unk_token {self.unk_token!r} is not in the tokens")
         if self.add_eos and eos_token not in tokens:
@@ -189,7 +189,7 @@ class Vocabulary:
             split: the name used in error messages.
         """
         if on_oov not in ("error", "unk"):
-            raise ValueError(f"on_oov must be 'error' or 'unk', got {on_oov!r}")
+            raise ValueError(f"on_oov must be 'error' or 'unk'; received {on_oov!r}.")
         if self.level == "byte":
             if isinstance(text, str):
                 text = text.encode("utf-8")

@@ -167,3 +167,16 @@ def test_bad_fractions(tmp_path):
     path = _write(tmp_path, "t.txt", b"abc\n")
     with pytest.raises(ValueError, match="expected fractions in"):
         corpora.load_text(path, "char", valid_fraction=0.6, test_fraction=0.5)
+
+
+def test_load_corpus_by_name_or_file(tmp_path, monkeypatch):
+    path = tmp_path / "tiny.txt"
+    path.write_text("a b\n" * 50)
+    by_file = corpora.load_corpus(f"file:{path}", level="word")
+    assert by_file.train.startswith("a b")
+    calls = []
+    monkeypatch.setattr(corpora, "load_ptb", lambda *a, **k: calls.append((a, k)))
+    corpora.load_corpus("ptb", level="char", data_dir="somewhere")
+    assert calls == [(("char",), {"data_dir": "somewhere"})]
+    with pytest.raises(ValueError, match="Unknown corpus 'nope'; expected one of: ptb"):
+        corpora.load_corpus("nope")

@@ -7,7 +7,7 @@ K, M = 2, 4
 
 
 def _open_close(k):
-    opens = [dyck.open_id(i, k) for i in range(k)]
+    opens = [dyck.open_id(i) for i in range(k)]
     closes = [dyck.close_id(i, k) for i in range(k)]
     return opens, closes
 
@@ -101,8 +101,11 @@ def test_token_budget_counts_tokens():
 
 
 @pytest.mark.parametrize("m", [4, 6, 8])
-def test_report_splits_sizes_and_lengths(m):
-    splits = dyck.report_splits(m, seed=0)
+def test_report_sized_splits_and_lengths(m):
+    # The reports' setup: Dyck-(2, m), 10k/4k/10k sequences.
+    splits = dyck.dyck_splits(
+        2, m, train=10_000, dev=4_000, test=10_000, unit="sequences", seed=0
+    )
     longest = 8 * m * (m - 2) + 60
     assert {name: len(v) for name, v in splits.items()} == {
         "train": 10_000,
@@ -155,15 +158,10 @@ def test_closing_bracket_labels_are_the_stack_top():
     )
 
 
-def test_to_dataset_tasks():
-    arrays = dyck.frame(dyck.sample_dyck(K, M, num_sequences=10, seed=0), K)
-    x, y, w = next(iter(dyck.to_dataset(arrays, 4)))
-    np.testing.assert_array_equal(x.numpy(), arrays.inputs[:4])
-    np.testing.assert_array_equal(y.numpy(), arrays.targets[:4])
-    np.testing.assert_array_equal(w.numpy(), arrays.mask[:4])
-    _, y, w = next(iter(dyck.to_dataset(arrays, 4, task="closing_bracket")))
-    np.testing.assert_array_equal(y.numpy(), arrays.close_labels[:4])
-    np.testing.assert_array_equal(w.numpy(), arrays.close_weights[:4])
+def test_closing_as_next_token_places_the_closing_brackets():
+    closing = np.array([[[0.25, 0.75]]])
+    probabilities = dyck.closing_as_next_token(closing, 2)
+    np.testing.assert_array_equal(probabilities, [[[0, 0, 0, 0, 0, 0.25, 0.75]]])
 
 
 @pytest.mark.parametrize(
@@ -181,9 +179,6 @@ def test_bad_arguments(kwargs, message):
     assert "\n" not in str(info.value)
 
 
-def test_bad_task_and_budget():
-    arrays = dyck.frame([np.array([3, 5, 2])], 2)
-    with pytest.raises(ValueError, match="task must be"):
-        dyck.to_dataset(arrays, 2, task="tagging")
+def test_bad_budget():
     with pytest.raises(ValueError, match="exactly one of num_sequences and num_tokens"):
         dyck.sample_dyck(2, 4)

@@ -9,6 +9,19 @@ def test_alphabets_follow_the_dyck_layout():
     assert recognition.alphabet("D6") == list(range(3, 15))
     assert recognition.alphabet("palindrome") == [3, 4, 5]
     assert recognition.vocabulary_size("D3") == 9
+    assert recognition.token_names("palindrome") == [
+        "<pad>",
+        "START",
+        "END",
+        "a",
+        "b",
+        "c",
+    ]
+    assert recognition.token_names("D2")[3:] == ["(a", "(b", "a)", "b)"]
+    for language in ("D2", "D6", "palindrome"):
+        assert len(recognition.token_names(language)) == recognition.vocabulary_size(
+            language
+        )
 
 
 def test_oracle_and_prefix_labels():
@@ -99,9 +112,6 @@ def test_frame_and_dataset():
     np.testing.assert_array_equal(arrays.lengths, [2, 3])
     last = arrays.prefix_labels[np.arange(2), arrays.lengths]
     np.testing.assert_array_equal(last, arrays.labels)
-    x, y, w = next(iter(recognition.to_dataset(arrays, 2)))
-    np.testing.assert_array_equal(y["recognition"].numpy(), arrays.prefix_labels)
-    np.testing.assert_array_equal(w["next_token"].numpy(), arrays.mask)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,45 @@
+import pytest
+
+from tests.training.tiny import TEXT, tiny_recipe
+from training import runs
+from training.data import corpora, dyck, recognition
+
+
+@pytest.fixture
+def text_file(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text(TEXT)
+    return path
+
+
+@pytest.fixture(scope="session")
+def dyck_run(tmp_path_factory):
+    """A finished tiny Dyck language-model run directory (trained once)."""
+    run_dir = tmp_path_factory.mktemp("dyck") / "run"
+    runs.train_run(tiny_recipe("dyck"), run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def language_model_run(tmp_path_factory):
+    """A finished tiny language-model run whose corpus file has been deleted."""
+    folder = tmp_path_factory.mktemp("language_model")
+    corpus = folder / "corpus.txt"
+    corpus.write_text(TEXT)
+    run_dir = folder / "run"
+    runs.train_run(tiny_recipe("language_model", corpus), run_dir)
+    corpus.unlink()  # what follows needs the run, not the corpus
+    return run_dir
+
+
+@pytest.fixture
+def no_data(monkeypatch):
+    """Makes generating or reading any task's data an error."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("data were generated or read")
+
+    monkeypatch.delenv(corpora.ENV_VAR, raising=False)
+    monkeypatch.setattr(dyck, "dyck_splits", refuse)
+    monkeypatch.setattr(recognition, "mali_splits", refuse)
+    monkeypatch.setattr(corpora, "load_corpus", refuse)

@@ -1,0 +1,81 @@
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from training import runs
+from training.data import dyck
+from training.export import export_run
+
+
+def test_export_serves_the_runs_model(dyck_run, tmp_path):
+    saved = export_run(dyck_run, tmp_path / "saved_model")
+    loaded = tf.saved_model.load(str(saved))
+    ids = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
+    expected = runs.load_run(dyck_run).model(ids)
+    np.testing.assert_allclose(loaded.serve(tf.constant(ids)), expected, atol=1e-5)
+
+
+def test_exported_model_answers_in_a_fresh_process(dyck_run, tmp_path):
+    saved = export_run(dyck_run, tmp_path / "saved_model")
+    texts = ["(a (b b) a)", "(a a)", "(b (a (b b) a) b) (a a)"]
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        assert "keras" not in sys.modules
+        import tensorflow as tf
+        import tensorflow_text  # registers the tokenizer's ops
+        model = tf.saved_model.load({str(saved)!r})
+        out = model.serve_text(tf.constant({texts!r}))
+        print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}))
+        try:
+            model.serve_text(tf.constant([1, 2]))
+        except (TypeError, ValueError) as error:
+            print("rejected:", "tf.string" in str(error))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "rejected: True"
+    served = json.loads(lines[-2])
+
+    _, vocabulary, _, model = runs.load_run(dyck_run)
+    ids = [vocabulary.encode(text).ids for text in texts]
+    assert served["lengths"] == [len(i) for i in ids]
+    for row, string in enumerate(ids):
+        inputs = np.array([[dyck.START_ID, *string]], "int32")
+        log_probabilities = np.asarray(keras.ops.log_softmax(model(inputs)))[0]
+        np.testing.assert_allclose(
+            np.asarray(served["log_probabilities"][row])[: len(string) + 1],
+            log_probabilities,
+            atol=1e-5,
+        )
+        picked = log_probabilities[np.arange(len(string)), string].sum()
+        np.testing.assert_allclose(served["log_likelihood"][row], picked, atol=1e-5)
+
+
+def test_export_cli_needs_no_data(language_model_run, tmp_path):
+    # The run's corpus file is gone and no data directory is set.
+    env = {k: v for k, v in os.environ.items() if k != "ZOO_DATA_DIR"}
+    out = tmp_path / "saved_model"
+    done = subprocess.run(
+        [sys.executable, "-m", "training.export", str(language_model_run), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"SavedModel: {out}"
+    loaded = tf.saved_model.load(str(out))
+    assert loaded.serve_text(tf.constant(["the cat"]))["lengths"].numpy().tolist() == [
+        3
+    ]

@@ -1,0 +1,71 @@
+import keras
+import pytest
+
+from training import recipes
+from training.data.tokenize import Vocabulary
+from training.tasks import TASKS, make_task
+
+
+@pytest.mark.parametrize("name", recipes.available_recipes())
+def test_every_recipe_resolves_and_builds_its_model(name, no_data):
+    for scale in recipes.SCALES:
+        recipe = recipes.resolve(name, scale)
+        assert recipe["name"] == name and recipe["scale"] == scale
+    recipe = recipes.resolve(name, "small")
+    words = Vocabulary.build("a b c\n", level="word", add_eos=True)
+    vocabulary = words if recipe["task"]["kind"] == "language_model" else None
+    model = make_task(recipe, vocabulary).build_model()
+    assert isinstance(model, keras.Model) and model.count_params() > 0
+
+
+def test_every_task_kind_has_a_task():
+    assert set(TASKS) == set(recipes.KINDS)
+
+
+def test_options_override_merges_or_replaces():
+    merged = recipes.resolve(
+        "recognition_d2_diffstk_rnn", "paper", ["model.options.noise_stddev=0.1"]
+    )
+    assert merged["model"]["options"] == {"stack_depth": 64, "noise_stddev": 0.1}
+    replaced = recipes.resolve(
+        "recognition_d2_diffstk_rnn", "small", ["model.cell=lstm", "model.options={}"]
+    )
+    assert replaced["model"]["options"] == {}
+    small = recipes.resolve("recognition_d2_diffstk_rnn", "small")
+    assert small["model"]["options"] == {"stack_depth": 64, "carry_forward": False}
+
+
+def test_small_scale_overrides_the_paper_scale():
+    paper = recipes.resolve("ptb_char_lstm", "paper")
+    small = recipes.resolve("ptb_char_lstm", "small", ["train.epochs=3"])
+    assert paper["model"]["units"] == 991 and small["model"]["units"] == 128
+    assert paper["train"]["epochs"] == 200 and small["train"]["epochs"] == 3
+
+
+@pytest.mark.parametrize(
+    "name, overrides, message",
+    [
+        ("dyck2_mlstm", ["task.kind=tagging"], "Unknown task kind 'tagging'"),
+        ("dyck2_mlstm", ["model.cell=nope"], "Unknown cell 'nope'; expected one of"),
+        ("dyck2_dyck_rnn", ["model.cell=lstm"], "expected model.cell='dyck_rnn'"),
+        (
+            "recognition_d2_diffstk_rnn",
+            ["task.step_labels=all"],
+            "task.step_labels must be 'string' or 'prefix'",
+        ),
+        ("recognition_d2_diffstk_rnn", ["task.language=D0"], "language must be 'Dn'"),
+        ("ptb_word_lstm", ["task.corpus=nope"], "Unknown corpus 'nope'"),
+        ("dyck2_mlstm", ["train.stateful=true"], "train.stateful is for language"),
+        (
+            "ptb_word_lstm",
+            ["train.reduce_lr_patience=2", "train.final_learning_rate=0.0001"],
+            "expected one learning-rate schedule",
+        ),
+    ],
+)
+def test_bad_combinations_are_refused_before_any_data(
+    name, overrides, message, no_data
+):
+    with pytest.raises(recipes.RecipeError, match=message) as info:
+        recipes.resolve(name, "small", overrides)
+    assert "\n" not in str(info.value)

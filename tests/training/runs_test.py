@@ -1,0 +1,73 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from tests.training.tiny import TINY, tiny_recipe
+from training import runs
+from training.tasks import make_task
+
+
+@pytest.mark.parametrize("kind", sorted(TINY))
+def test_tiny_run_trains_checkpoints_evaluates_and_reloads(kind, tmp_path, text_file):
+    recipe = tiny_recipe(kind, text_file)
+    run_dir = tmp_path / "run"
+    metrics = runs.train_run(recipe, run_dir)
+    for name in ("recipe.json", "vocabulary.json", "best.keras", "metrics.json"):
+        assert (run_dir / name).is_file()
+    assert len((run_dir / "log.csv").read_text().splitlines()) == 3  # header + 2
+    assert runs.read_json(run_dir / "metrics.json") == json.loads(json.dumps(metrics))
+    assert set(metrics) == set(make_task(recipe, runs.load_vocabulary(run_dir)).splits)
+
+    run = runs.load_run(run_dir)
+    assert run.recipe == recipe and run.task.head == make_task(recipe).head
+    best = keras.models.load_model(run_dir / "best.keras")
+    ids = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
+    expected, rebuilt = best(ids), run.model(ids)
+    for key in expected if isinstance(expected, dict) else [None]:
+        want = expected[key] if key else expected
+        got = rebuilt[key] if key else rebuilt
+        np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_load_run_reads_no_data(dyck_run, language_model_run, no_data):
+    for run_dir in (dyck_run, language_model_run):
+        run = runs.load_run(run_dir)
+        assert run.model.count_params() > 0
+        assert run.task.build_model(stateful=True, batch_size=2).count_params() > 0
+
+
+def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path):
+    recipe = tiny_recipe("dyck", extra=["train.epochs=3"])
+    uninterrupted = runs.train_run(recipe, tmp_path / "a")
+
+    class Kill(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        runs.train_run(recipe, tmp_path / "b", callbacks=[Kill()])
+    assert len((tmp_path / "b" / "log.csv").read_text().splitlines()) == 2
+    resumed = runs.train_run(recipe, tmp_path / "b")
+    assert resumed == uninterrupted
+    logs = [(tmp_path / d / "log.csv").read_text() for d in ("a", "b")]
+    assert logs[0] == logs[1]
+    weights = [
+        keras.models.load_model(tmp_path / d / "best.keras").get_weights()
+        for d in ("a", "b")
+    ]
+    for a, b in zip(*weights, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_run_directory_holds_one_recipe(tmp_path):
+    first = runs.train_run(tiny_recipe("closing_bracket"), tmp_path / "run")
+    again = runs.train_run(tiny_recipe("closing_bracket"), tmp_path / "run")
+    assert again == first  # a finished run trains again, from the start
+    assert len((tmp_path / "run" / "log.csv").read_text().splitlines()) == 3
+    other = tiny_recipe("closing_bracket", extra=["train.epochs=3"])
+    with pytest.raises(runs.RunError, match="holds a different recipe"):
+        runs.train_run(other, tmp_path / "run")
+    with pytest.raises(runs.RunError, match="does not exist"):
+        runs.load_run(tmp_path / "missing")

@@ -1,0 +1,100 @@
+import keras
+import numpy as np
+import pytest
+
+from tests.training.tiny import tiny_recipe
+from training.callbacks import ResetStatesEachEpoch
+from training.data import dyck
+from training.data.batching import EpochShuffle
+from training.metrics import bracket_prediction_accuracy
+from training.tasks import ClosingBracketTask, make_task
+from zoo.cells.dyck import dyck_rnn_model, set_designed_weights
+
+K, M = 2, 4
+
+
+def test_train_data_comes_with_its_callbacks(text_file):
+    dyck_task = make_task(tiny_recipe("dyck"))
+    dataset, callbacks = dyck_task.train_data()
+    assert [type(c) for c in callbacks] == [EpochShuffle]
+    inputs, targets, mask = next(iter(dataset))
+    assert inputs.shape == targets.shape == mask.shape
+    assert inputs.shape[0] == dyck_task.recipe["train"]["batch_size"]
+
+    stateful = make_task(tiny_recipe("language_model", text_file))
+    assert [type(c) for c in stateful.train_data()[1]] == [ResetStatesEachEpoch]
+    stateless = make_task(
+        tiny_recipe("language_model", text_file, ["train.stateful=false"])
+    )
+    assert [type(c) for c in stateless.train_data()[1]] == [EpochShuffle]
+
+
+def test_a_task_reads_its_data_only_when_asked(monkeypatch):
+    calls = []
+    generate = dyck.dyck_splits
+    monkeypatch.setattr(
+        dyck, "dyck_splits", lambda *a, **k: calls.append(1) or generate(*a, **k)
+    )
+    task = make_task(tiny_recipe("closing_bracket"))
+    assert isinstance(task, ClosingBracketTask) and task.head == "closing_bracket"
+    assert task.build_model().count_params() > 0 and calls == []
+    task.validation_data()
+    task.train_data()
+    assert calls == [1]  # generated once, on first use
+
+
+@pytest.mark.parametrize("kind", ["closing_bracket", "recognition"])
+def test_stateless_tasks_refuse_a_stateful_model(kind):
+    with pytest.raises(ValueError, match="expected stateful=False, received True"):
+        make_task(tiny_recipe(kind)).build_model(stateful=True, batch_size=2)
+
+
+def dyck_arrays(num_sequences, min_length, max_length, seed):
+    """Framed 4-bounded Dyck-2 strings from the project's generator."""
+    strings = dyck.sample_dyck(
+        K,
+        M,
+        num_sequences=num_sequences,
+        min_length=min_length,
+        max_length=max_length,
+        seed=seed,
+    )
+    return dyck.frame(strings, K)
+
+
+def wcpa(model, arrays):
+    """WCPA and the number of distances of the Dyck-RNN, by the project's metric."""
+    closing = np.asarray(model.predict(arrays.inputs, verbose=0))
+    accuracy = bracket_prediction_accuracy(
+        dyck.closing_as_next_token(closing, K),
+        arrays.close_targets,
+        arrays.distances,
+        k=K,
+    )
+    return accuracy.wcpa, len(accuracy.ldpa)
+
+
+def test_dyck_rnn_designed_weights_predict_every_closing_bracket():
+    model = dyck_rnn_model(K, M)
+    assert set_designed_weights(model) == 2
+    assert wcpa(model, dyck_arrays(16, 30, 60, seed=0))[0] == 1.0
+
+
+def test_dyck_rnn_trains_to_full_worst_case_accuracy():
+    keras.utils.set_random_seed(0)
+    train = dyck_arrays(256, 10, 40, seed=0)
+    model = dyck_rnn_model(K, M)
+    model.compile(keras.optimizers.Adam(0.2), "sparse_categorical_crossentropy")
+    assert wcpa(model, train)[0] < 1.0
+    model.fit(
+        train.inputs,
+        train.close_labels,
+        sample_weight=train.close_weights,
+        batch_size=32,
+        epochs=30,
+        verbose=0,
+    )
+    # Held-out strings twice as long: more and longer closing distances.
+    score, num_distances = wcpa(model, dyck_arrays(64, 41, 80, seed=1))
+    assert num_distances > 15
+    assert score == 1.0

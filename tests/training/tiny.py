@@ -1,0 +1,50 @@
+"""Tiny recipes of every task kind, for tests that train (seconds each)."""
+
+from training import recipes
+
+TINY = {
+    "dyck": [
+        "task.train_sequences=48",
+        "task.dev_sequences=16",
+        "task.test_sequences=16",
+        "model.units=8",
+        "model.embedding_dim=8",
+        "train.epochs=2",
+        "train.batch_size=16",
+    ],
+    "closing_bracket": [
+        "task.train_sequences=48",
+        "task.dev_sequences=16",
+        "task.test_sequences=16",
+        "train.epochs=2",
+    ],
+    "recognition": [
+        "task.split_scale=0.01",
+        "model.units=4",
+        "model.embedding_dim=4",
+        "model.options.stack_depth=8",
+        "train.epochs=2",
+    ],
+    "language_model": [
+        "model.units=8",
+        "model.embedding_dim=8",
+        "task.sequence_length=10",
+        "train.epochs=2",
+        "train.batch_size=4",
+    ],
+}
+RECIPE_OF = {
+    "dyck": "dyck2_mlstm",
+    "closing_bracket": "dyck2_dyck_rnn",
+    "recognition": "recognition_d2_diffstk_rnn",
+    "language_model": "ptb_word_lstm",
+}
+TEXT = "the cat sat on the mat\nthe dog sat on the log\n" * 200
+
+
+def tiny_recipe(kind, text_file=None, extra=()):
+    """The tiny recipe of `kind`; a language model reads `text_file`."""
+    overrides = list(TINY[kind]) + list(extra)
+    if kind == "language_model":
+        overrides.append(f"task.corpus=file:{text_file}")
+    return recipes.resolve(RECIPE_OF[kind], "small", overrides)
