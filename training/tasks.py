@@ -76,21 +76,28 @@ class Task:
     def compile_arguments(self):
         return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
 
+    def _builder_arguments(self):
+        # What `zoo.language_model` and `zoo.recognizer` both take.
+        model = self.recipe["model"]
+        return {
+            "cell": model["cell"],
+            "vocab_size": self.vocab_size,
+            "units": model["units"],
+            "embedding_dim": model["embedding_dim"],
+            "num_layers": model["num_layers"],
+            "dropout": model["dropout"],
+            **model["options"],
+        }
+
     def build_model(self, stateful=False, batch_size=None):
         """The recipe's language model (`zoo.language_model`)."""
         model = self.recipe["model"]
         return zoo.language_model(
-            model["cell"],
-            self.vocab_size,
-            model["units"],
-            embedding_dim=model["embedding_dim"],
-            num_layers=model["num_layers"],
-            dropout=model["dropout"],
             output_dropout=model["output_dropout"],
             tie_embeddings=model["tie_embeddings"],
             stateful=stateful,
             batch_size=batch_size,
-            **model["options"],
+            **self._builder_arguments(),
         )
 
     def _shuffled(self, columns):
@@ -103,6 +110,14 @@ class Task:
     def _batched(self, columns):
         dataset = tf.data.Dataset.from_tensor_slices(columns)
         return dataset.batch(self.recipe["train"]["batch_size"])
+
+
+def check_stateless(model_name, stateful):
+    """Raises a one-line `ValueError` when a stateless model is asked to be stateful."""
+    if stateful:
+        raise ValueError(
+            f"{model_name} is stateless; expected stateful=False, received True."
+        )
 
 
 def bracket_metrics(probabilities, arrays, k):
@@ -206,10 +221,7 @@ class ClosingBracketTask(DyckTask):
 
     def build_model(self, stateful=False, batch_size=None):
         """The Dyck-RNN of `zoo.dyck_rnn_model`; it is stateless."""
-        if stateful:
-            raise ValueError(
-                "The Dyck-RNN is stateless; expected stateful=False, received True."
-            )
+        check_stateless("The Dyck-RNN", stateful)
         return zoo.dyck_rnn_model(self.k, self.m, **self.recipe["model"]["options"])
 
     def _columns(self, split):
@@ -255,20 +267,8 @@ class RecognitionTask(Task):
 
     def build_model(self, stateful=False, batch_size=None):
         """The recipe's recognizer (`zoo.recognizer`); it is stateless."""
-        if stateful:
-            raise ValueError(
-                "A recognizer is stateless; expected stateful=False, received True."
-            )
-        model = self.recipe["model"]
-        return zoo.recognizer(
-            model["cell"],
-            self.vocab_size,
-            model["units"],
-            embedding_dim=model["embedding_dim"],
-            num_layers=model["num_layers"],
-            dropout=model["dropout"],
-            **model["options"],
-        )
+        check_stateless("A recognizer", stateful)
+        return zoo.recognizer(**self._builder_arguments())
 
     def _columns(self, split):
         arrays = self.arrays[split]

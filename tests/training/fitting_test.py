@@ -38,7 +38,7 @@ def test_fit_compiles_and_trains_for_the_recipes_steps():
     keras.utils.set_random_seed(0)
     model = task.build_model()
     history = fitting.fit(model, task, epochs=1)
-    assert list(history.history) == ["loss", "val_loss"]
+    assert len(history.history["loss"]) == len(history.history["val_loss"]) == 1
     assert int(model.optimizer.iterations) == 2
 
 

@@ -23,12 +23,10 @@ def test_tiny_run_trains_checkpoints_evaluates_and_reloads(kind, tmp_path, text_
     run = runs.load_run(run_dir)
     assert run.recipe == recipe and run.task.head == make_task(recipe).head
     best = keras.models.load_model(run_dir / "best.keras")
-    ids = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
-    expected, rebuilt = best(ids), run.model(ids)
-    for key in expected if isinstance(expected, dict) else [None]:
-        want = expected[key] if key else expected
-        got = rebuilt[key] if key else rebuilt
-        np.testing.assert_allclose(got, want, atol=1e-6)
+    for rebuilt, saved in zip(run.model.get_weights(), best.get_weights(), strict=True):
+        np.testing.assert_array_equal(rebuilt, saved)
+    outputs = run.model(np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32"))
+    assert isinstance(outputs, dict) == (kind == "recognition")
 
 
 def test_load_run_reads_no_data(dyck_run, language_model_run, no_data):

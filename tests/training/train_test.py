@@ -13,7 +13,8 @@ def test_cli_prints_the_table_and_exports(tmp_path, capsys):
     )
     out = capsys.readouterr().out.splitlines()
     metrics = runs.read_json(run_dir / "metrics.json")
-    assert out[0].startswith(f"valid: WCPA {metrics['valid']['wcpa']:.4f}, mean LDPA")
+    table = [line for line in out if line.startswith("valid: ")]
+    assert table[0].startswith(f"valid: WCPA {metrics['valid']['wcpa']:.4f}, mean LDPA")
     assert f"run directory: {run_dir}" in out
     assert out[-1] == f"SavedModel: {run_dir / 'saved_model'}"
     assert (run_dir / "saved_model" / "saved_model.pb").is_file()
