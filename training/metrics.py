@@ -228,6 +228,7 @@ def bits_per_character_to_word_perplexity(bits_per_symbol, num_symbols, num_word
     """
     if num_symbols <= 0 or num_words <= 0:
         raise ValueError(
-            f"num_symbols and num_words must be > 0, got {num_symbols} and {num_words}"
+            "num_symbols and num_words must be > 0; received "
+            f"{num_symbols} and {num_words}."
         )
     return 2.0 ** (bits_per_symbol * num_symbols / num_words)
