@@ -48,9 +48,6 @@ class _MultiMatrixCell(ZooCell):
     """
 
     groups = 1
-    # W_hh(t) h_{t-1}; a class attribute so a benchmark can swap in the naive
-    # per-example-matrix form and time both.
-    mixed_transition = staticmethod(key_mixed_transition)
 
     def __init__(self, units, num_choices=4, use_bias=True, **kwargs):
         check_positive_int("num_choices", num_choices)
@@ -116,7 +113,7 @@ class _MultiMatrixCell(ZooCell):
         key_logits = ops.reshape(key_logits, (-1, groups, k))  # [batch, groups, k]
         key_logits = key_logits + ops.einsum("bgi,gij->bgj", keys_prev, self.key_kernel)
         keys = ops.softmax(key_logits, axis=-1)  # [batch, groups, k]
-        z = x_h + self.mixed_transition(h_prev, self.choice_kernels, keys)
+        z = x_h + key_mixed_transition(h_prev, self.choice_kernels, keys)
         return z, ops.reshape(keys, (-1, groups * k))  # [b, g * u], [b, g * k]
 
     def get_config(self):

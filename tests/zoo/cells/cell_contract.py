@@ -4,15 +4,22 @@ A cell's test module subclasses `CellContract` in a class named `Test...` and
 defines `make_cell(self)` (a fresh, seeded cell) and, for cells that do not
 take float vectors, `make_inputs(self)`. Each test compares the cell inside a
 Keras wrapper against the same weights run another way, so a cell that
-mishandles its state, config or mask fails.
+mishandles its state, config, mask or dtype fails.
 """
 
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 BATCH, TIME, FEATURES = 3, 5, 4
 ATOL = 1e-5
+# How far a mixed-precision run may be from float32 with the same weights
+# after TIME steps at these shapes. bfloat16 keeps 8 significant bits
+# (relative step 2**-8), float16 11 (2**-11); the largest differences seen
+# were 0.033 (bfloat16, DiffStk-MRNN, whose f1 scales by 1.7) and 0.0025
+# (float16), so each bound is about 1.5-2x the worst cell.
+MIXED_ATOL = {"mixed_bfloat16": 0.05, "mixed_float16": 0.005}
 
 
 def _rnn(cell, **kwargs):
@@ -126,6 +133,49 @@ class CellContract:
         unmasked_last, *_ = layer(x)
         assert not np.allclose(last[0], unmasked_last[0])
         np.testing.assert_allclose(last[1:], unmasked_last[1:], atol=ATOL)
+
+    @pytest.mark.parametrize("policy", sorted(MIXED_ATOL))
+    def test_mixed_precision(self, policy):
+        # Finite outputs and gradients, close to float32, and every state in
+        # the compute dtype, also when fed back as an initial state.
+        x = self.make_inputs()
+        reference = _rnn(self.make_cell())
+        expected = np.asarray(reference(x))
+        previous = keras.mixed_precision.global_policy()
+        keras.mixed_precision.set_global_policy(policy)
+        try:
+            layer = _rnn(self.make_cell(), return_state=True)
+            layer(x)
+            # The float32 run's weights: the variables stay float32 here.
+            layer.set_weights(reference.get_weights())
+            with tf.GradientTape() as tape:
+                output, *states = layer(x)
+                loss = keras.ops.sum(keras.ops.cast(output, "float32"))
+            gradients = tape.gradient(loss, layer.trainable_weights)
+            # The cell itself, stepped: each step's states keep the dtypes
+            # of the initial states (keras.layers.RNN would cast them).
+            steps = [layer.get_initial_state(x.shape[0])]
+            for t in range(2):
+                steps.append(layer.cell(x[:, t], steps[-1])[1])
+            _, *head_states = layer(x[:, :2])
+            _, *tail_states = layer(x[:, 2:], initial_state=head_states)
+        finally:
+            keras.mixed_precision.set_global_policy(previous)
+        dtypes = [keras.backend.standardize_dtype(t.dtype) for t in (output, *states)]
+        assert dtypes == [keras.mixed_precision.Policy(policy).compute_dtype] * len(
+            dtypes
+        )
+        head_dtypes = [keras.backend.standardize_dtype(s.dtype) for s in head_states]
+        tail_dtypes = [keras.backend.standardize_dtype(s.dtype) for s in tail_states]
+        assert head_dtypes == tail_dtypes == dtypes[1:]
+        for step in steps:
+            step_dtypes = [keras.backend.standardize_dtype(s.dtype) for s in step]
+            assert step_dtypes == dtypes[1:]
+        output = np.asarray(keras.ops.cast(output, "float32"))
+        assert np.all(np.isfinite(output))
+        for gradient in gradients:
+            assert np.all(np.isfinite(keras.ops.convert_to_numpy(gradient)))
+        np.testing.assert_allclose(output, expected, atol=MIXED_ATOL[policy])
 
     def test_wrong_input_rank(self):
         x = self.make_inputs()

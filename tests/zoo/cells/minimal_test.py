@@ -5,7 +5,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
+from tests.zoo.cells.cell_contract import (
+    BATCH,
+    FEATURES,
+    MIXED_ATOL,
+    TIME,
+    CellContract,
+)
 from tests.zoo.cells.reference import sigmoid
 from zoo.cells import minimal
 from zoo.cells.minimal import MinGRU, MinGRUCell, MinLSTM, MinLSTMCell
@@ -219,6 +225,33 @@ def test_parallel_gradients_match_sequential(layer_class, options):
                 continue
             assert np.all(np.isfinite(a))
             np.testing.assert_allclose(a, e, atol=1e-4)
+
+
+@pytest.mark.parametrize("policy", sorted(MIXED_ATOL))
+@pytest.mark.parametrize("layer_class, options", LAYERS)
+def test_parallel_mixed_precision(layer_class, options, policy):
+    # The scan itself runs in float32 (its log 0 overflows float16); the
+    # layer returns the compute dtype, close to the float32 loop.
+    sequential, _ = layer_pair(layer_class, options, return_sequences=True)
+    x = tf.constant(random_inputs(seed=2), "float32")
+    expected = np.asarray(sequential(x))
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        parallel = layer_class(UNITS, mode="parallel", return_sequences=True, **options)
+        parallel(x)
+        parallel.set_weights(sequential.get_weights())
+        with never_stepped(parallel.cell), tf.GradientTape() as tape:
+            output = parallel(x)
+            loss = tf.reduce_sum(tf.cast(output, "float32"))
+        gradients = tape.gradient(loss, parallel.trainable_weights)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    assert keras.backend.standardize_dtype(output.dtype) == policy.split("_")[1]
+    for gradient in gradients:
+        assert np.all(np.isfinite(gradient))
+    output = np.asarray(tf.cast(output, "float32"))
+    np.testing.assert_allclose(output, expected, atol=MIXED_ATOL[policy])
 
 
 @pytest.mark.parametrize("layer_class, options", LAYERS)

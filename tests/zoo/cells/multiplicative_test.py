@@ -80,15 +80,17 @@ def test_mlstm_forget_bias_and_recurrent_weight_count():
     assert recurrent == 1.25 * np.prod(lstm.recurrent_kernel.shape)
 
 
-def test_tensor_rnn_matches_reference():
+# Both ways of applying W_hh^(x_t): every symbol's product, or a gather.
+@pytest.mark.parametrize("vocab_size", [7, TensorRNNCell.DENSE_VOCAB_LIMIT + 1])
+def test_tensor_rnn_matches_reference(vocab_size):
     keras.utils.set_random_seed(0)
-    cell = TensorRNNCell(UNITS, vocab_size=7, bias_initializer="random_normal")
-    ids = np.random.default_rng(1).integers(0, 7, size=(BATCH, TIME, 1))
+    cell = TensorRNNCell(UNITS, vocab_size=vocab_size, bias_initializer="random_normal")
+    ids = np.random.default_rng(1).integers(0, vocab_size, size=(BATCH, TIME, 1))
     output = run_layer(cell, ids.astype("int32"))
     w_hx, w_hh, b = (np.asarray(w, "float64") for w in cell.get_weights())
     h = np.zeros((BATCH, UNITS))
     for t in range(TIME):
-        one_hot = np.eye(7)[ids[:, t, 0]]  # [batch, vocab]
+        one_hot = np.eye(vocab_size)[ids[:, t, 0]]  # [batch, vocab]
         transition = np.einsum("bn,nij->bij", one_hot, w_hh)  # eq. 6
         h = np.tanh(np.einsum("bi,bij->bj", h, transition) + one_hot @ w_hx + b)
         np.testing.assert_allclose(output[:, t], h, atol=1e-5)  # eq. 7
