@@ -43,8 +43,9 @@ def _gradients(evaluator, variables, inputs, targets):
         losses = segment_losses(evaluator, inputs, targets)  # [rows, time]
         loss = tf.reduce_mean(losses)
     grads = tape.gradient(loss, variables)
+    # Embedding gradients come as IndexedSlices: made dense to scale and add.
     grads = [
-        tf.zeros_like(v) if g is None else g
+        tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
         for v, g in zip(variables, grads, strict=True)
     ]
     return losses, grads
@@ -119,7 +120,7 @@ def dynamic_evaluation(
 
     evaluator = stateful_copy(build_model, model, rows)
     variables = evaluator.trainable_variables
-    trained = [tf.constant(v.numpy()) for v in variables]
+    trained = [tf.identity(v.value) for v in variables]
     if statistics is None:
         scales = [tf.constant(1.0)] * len(variables)
         decays = [tf.constant(decay)] * len(variables)

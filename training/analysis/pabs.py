@@ -19,7 +19,6 @@ Which subspace:
 import itertools
 
 import numpy as np
-from keras import ops
 
 from training import plots
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
@@ -85,13 +84,13 @@ def transition_matrices(model):
     for layer in model._flatten_layers(include_self=False, recursive=True):
         cell = getattr(layer, "cell", None)
         if isinstance(cell, SecondOrderLSTMCell):
-            kernel = ops.convert_to_numpy(cell.recurrent_kernel)
+            kernel = cell.recurrent_kernel.numpy()
             blocks = np.split(kernel, cell.num_cells, axis=1)  # [units, 4u] each
             found.append(
                 (layer.name, "cells", {f"cell {s}": b.T for s, b in enumerate(blocks)})
             )
         elif isinstance(cell, (MultiMatrixRNNCell, MultiMatrixLSTMCell)):
-            kernel = ops.convert_to_numpy(cell.choice_kernels)
+            kernel = cell.choice_kernels.numpy()
             blocks = np.split(kernel, cell.groups * cell.num_choices, axis=1)
             for group in range(cell.groups):
                 name = "choices" if cell.groups == 1 else f"gate {GATES[group]}"

@@ -42,9 +42,9 @@ def encode_sentences(vocabulary, sentences):
     sentences = [" ".join(s.split("\n")) for s in sentences]
     if vocabulary.level == "byte":
         return [list(s.encode("utf-8")) for s in sentences], [0] * len(sentences)
-    tokens = tokenize(
-        "\n".join(sentences), vocabulary.level, add_eos=True, eos_token=_SEPARATOR
-    )
+    # One line per sentence: `tokenize` drops only the text's final newline.
+    text = "\n".join(sentences) + "\n"
+    tokens = tokenize(text, vocabulary.level, add_eos=True, eos_token=_SEPARATOR)
     index = {token: i for i, token in enumerate(vocabulary.tokens)}
     unk = vocabulary.unk_id
     ids, oov, current, unknown = [], [], [], 0
