@@ -151,14 +151,14 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
             row = (correct, 1, has_oov, correct * (1 - has_oov), 1 - has_oov, 0)
         for key in keys:
             counts[key] += row
-    result = {"overall": _summary(*counts.pop("overall"))}
+    result = {"overall": _summary(*counts.pop("overall").tolist())}
     for section, prefix in (
         ("categories", "category:"),
         ("suites", "suite:"),
         ("conditions", "condition:"),
     ):
         result[section] = {
-            key[len(prefix) :]: _summary(*value)
+            key[len(prefix) :]: _summary(*value.tolist())
             for key, value in counts.items()
             if key.startswith(prefix)
         }
