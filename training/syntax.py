@@ -42,15 +42,13 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None):
     out.mkdir(parents=True, exist_ok=True)
     runs.write_json(out / "syntax.json", result)
     plots.write_table(out / "syntax.csv", syntax.table_rows(result))
-    syntax.plot(
-        result, out / "syntax.png", title=f"Targeted syntactic evaluation: {name}"
-    )
+    syntax.plot(result, out / "syntax.png", title=f"Syntactic evaluation: {name}")
     return result, out
 
 
 def report(result):
     lines = [
-        f"{'':28}{'accuracy':>9}{'scored':>8}{'skipped':>8}{'OOV':>7}{'no-OOV acc':>11}"
+        f"{'':56}{'accuracy':>9}{'scored':>8}{'skipped':>8}{'OOV':>7}{'no-OOV acc':>11}"
     ]
     sections = [("overall", result["overall"])]
     sections += [(f"category {n}", s) for n, s in result["categories"].items()]
@@ -59,7 +57,7 @@ def report(result):
         accuracy = summary["accuracy"]
         clean = summary["accuracy_without_oov"]
         lines.append(
-            f"{name[:27]:28}"
+            f"{name[:55]:56}"
             f"{'-' if accuracy is None else f'{accuracy:.3f}':>9}"
             f"{summary['scored']:>8}{summary['skipped']:>8}{summary['with_oov']:>7}"
             f"{'-' if clean is None else f'{clean:.3f}':>11}"

@@ -185,7 +185,7 @@ def plot(result, path, title="Targeted syntactic evaluation"):
     suites = list(result["suites"].items())
     fig, ax = plots.figure(
         title,
-        "accuracy (share of pairs with the grammatical sentence more likely)",
+        "accuracy (share of pairs, grammatical more likely)",
         None,
         height=1.2 + 0.28 * len(suites),
     )
