@@ -148,8 +148,9 @@ def plot(tokens, traces, path, title="Stack actions per step"):
         )
         top_ax.set_yticks([])
         top_ax.set_ylabel("stack top")
-        top_ax.set_xticks(range(len(string)))
-        top_ax.set_xticklabels(string, fontsize=7)
+        every = -(-len(string) // 40)  # at most 40 labels: long strings thinned
+        top_ax.set_xticks(range(0, len(string), every))
+        top_ax.set_xticklabels(string[::every], fontsize=7)
     axes[-1].set_xlabel("token read (red and blue: stack top value, 0 white)")
     axes[0].legend(loc="upper right", fontsize=8)
     fig.colorbar(image, ax=axes, label="action probability", shrink=0.6)
