@@ -1,0 +1,86 @@
+import keras
+import numpy as np
+import pytest
+
+import zoo
+from training.analysis import syntax
+from training.data.minimal_pairs import MinimalPair
+from training.data.tokenize import Vocabulary
+
+VOCABULARY = Vocabulary(
+    ["<unk>", "<eos>", "the", "author", "authors", "laughs", "laugh"],
+    level="word",
+    add_eos=True,
+)
+
+
+def preferring(bias):
+    """A language model whose next-token logits are `bias`, whatever it read."""
+    keras.utils.set_random_seed(7)
+    model = zoo.language_model("lstm", len(VOCABULARY), 3)
+    logits = model.get_layer("logits")
+    logits.kernel.assign(np.zeros(logits.kernel.shape, "float32"))
+    logits.bias.assign(np.asarray(bias, "float32"))
+    return model
+
+
+BIAS = [0.0, 1.0, 0.5, 0.2, 0.1, 3.0, -3.0]  # "laughs" far likelier than "laugh"
+
+
+def test_log_likelihood_is_the_sum_over_the_tokens_and_the_end():
+    scores, oov = syntax.score_sentences(
+        preferring(BIAS), VOCABULARY, ["the author laughs", "the zebra laugh", ""]
+    )
+    log_p = np.asarray(BIAS) - np.log(np.exp(BIAS).sum())
+    expected = [log_p[[2, 3, 5, 1]].sum(), log_p[[2, 0, 6, 1]].sum(), log_p[1]]
+    np.testing.assert_allclose(scores, expected, rtol=1e-5)
+    np.testing.assert_array_equal(oov, [0, 1, 0])
+
+
+def pairs(good_verb="laughs", bad_verb="laugh"):
+    return [
+        MinimalPair(
+            f"the {s} {good_verb}", f"the {s} {bad_verb}", "agr", c, "agreement"
+        )
+        for s, c in (("author", "sing"), ("authors", "plur"), ("zebra", "sing"))
+    ] + [
+        MinimalPair("the author zebras", "the author lions", "agr", "sing", "agreement")
+    ]
+
+
+def test_a_model_built_to_prefer_one_sentence_scores_all_or_nothing():
+    model = preferring(BIAS)
+    result = syntax.evaluate_pairs(model, VOCABULARY, pairs(), batch_size=2)
+    assert result["overall"] == {
+        "accuracy": 1.0,
+        "pairs": 4,
+        "scored": 3,
+        "skipped": 1,  # "zebras" and "lions" are both <unk>: the same ids
+        "with_oov": 1,
+        "accuracy_without_oov": 1.0,
+        "without_oov": 2,
+    }
+    assert result["categories"]["agreement"]["accuracy"] == 1.0
+    assert result["conditions"]["agr: plur"]["scored"] == 1
+    assert result["sentences_with_oov"] == 4  # zebra (twice), zebras, lions
+    reversed_ = syntax.evaluate_pairs(model, VOCABULARY, pairs("laugh", "laughs"))
+    assert reversed_["overall"]["accuracy"] == 0.0
+
+
+def test_triples_are_reported_by_contrast(tmp_path):
+    triple = [
+        MinimalPair("the author laughs", "the author laugh", "npi", "past", "npi", c)
+        for c in ("grammatical vs. intrusive", "intrusive vs. ungrammatical")
+    ]
+    result = syntax.evaluate_pairs(preferring(BIAS), VOCABULARY, triple)
+    assert set(result["suites"]) == {
+        "npi (grammatical vs. intrusive)",
+        "npi (intrusive vs. ungrammatical)",
+    }
+    assert len(syntax.table_rows(result)) == 1 + 2 + 2
+    assert syntax.plot(result, tmp_path / "syntax.png").is_file()
+
+
+def test_no_pairs_is_an_error():
+    with pytest.raises(ValueError, match="No minimal pairs"):
+        syntax.evaluate_pairs(preferring(BIAS), VOCABULARY, [])

@@ -1,0 +1,168 @@
+import json
+
+import keras
+import pytest
+
+from training import analyze, recipes, runs, syntax
+from training.tasks import make_task
+
+TEXT = "the cat sat on the mat\nthe dog sat on the log\nno dogs sat\n" * 20
+
+
+def make_run(tmp_path, name, recipe_name, overrides=()):
+    """A run directory as training leaves it, with untrained weights (no fit)."""
+    keras.utils.set_random_seed(0)
+    recipe = recipes.resolve(recipe_name, "small", list(overrides))
+    task = make_task(recipe)
+    run_dir = tmp_path / name
+    run_dir.mkdir()
+    runs.write_json(run_dir / runs.RECIPE, recipe)
+    (run_dir / runs.VOCABULARY).write_text(task.vocabulary.to_json())
+    task.build_model(stateful=False).save(run_dir / runs.BEST)
+    return run_dir
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for split in ("train", "valid", "test"):
+        (folder / f"{split}.txt").write_text(TEXT)
+    return folder
+
+
+def language_model(tmp_path, corpus, name, cell, level="word", options="{}"):
+    return make_run(
+        tmp_path,
+        name,
+        "ptb_word_lstm",
+        [
+            f"task.corpus=file:{corpus}",
+            f"task.level={level}",
+            f"model.cell={cell}",
+            f"model.options={options}",
+            "model.units=4",
+            "model.embedding_dim=4",
+            "model.num_layers=1",
+            "model.tie_embeddings=false",
+            "task.sequence_length=10",
+            "train.batch_size=2",
+        ],
+    )
+
+
+def test_surprisal_of_two_character_runs(tmp_path, corpus, capsys):
+    runs_ = [
+        language_model(tmp_path, corpus, name, cell, level="char")
+        for name, cell in (("a", "mlstm"), ("b", "lstm"))
+    ]
+    assert (
+        analyze.main(["surprisal", *map(str, runs_), "--out", str(tmp_path / "o")]) == 0
+    )
+    result = json.loads((tmp_path / "o" / "surprisal.json").read_text())
+    assert len(result["after"]) == 2 and len(result["after"][0]) == 5
+    assert (tmp_path / "o" / "surprisal.png").is_file()
+    assert "bits at 0..4 steps after" in capsys.readouterr().out
+
+
+def test_pabs_and_routing_of_a_second_order_run(tmp_path, corpus):
+    run = language_model(
+        tmp_path, corpus, "so", "second_order_lstm", options='{"num_cells": 3}'
+    )
+    out = tmp_path / "o"
+    assert analyze.main(["pabs", str(run), "--out", str(out)]) == 0
+    assert len(json.loads((out / "pabs.json").read_text())["so"]) == 3
+    assert analyze.main(["routing", str(run), "--out", str(out), "--samples", "2"]) == 0
+    assert (out / "routing-so-second_order_lstm_0.png").is_file()
+    table = (out / "routing-so.csv").read_text().splitlines()
+    assert table[0] == "layer,group,token,count,winner,weight_0,weight_1,weight_2"
+    assert any(line.split(",")[2] == "sat" for line in table[1:])
+
+
+def test_stack_and_ldpa(tmp_path, capsys):
+    stack_run = make_run(
+        tmp_path,
+        "stack",
+        "recognition_d2_diffstk_rnn",
+        ["task.split_scale=0.005", "model.units=4", "model.options.stack_depth=8"],
+    )
+    out = tmp_path / "o"
+    assert (
+        analyze.main(["stack", str(stack_run), "--out", str(out), "--samples", "1"])
+        == 0
+    )
+    result = json.loads((out / "stack.json").read_text())["stack"]
+    assert 0 <= result["pda_agreement"] <= 1 and result["steps"] > 0
+    assert "correct PDA's on" in capsys.readouterr().out
+    dyck_run = make_run(
+        tmp_path,
+        "dyck",
+        "tiny_dyck_lstm",
+        ["task.train_sequences=8", "task.dev_sequences=8", "task.test_sequences=8"],
+    )
+    assert analyze.main(["ldpa", str(dyck_run), "--out", str(out)]) == 0
+    assert (out / "ldpa.csv").read_text().startswith("run,distance,ldpa,positions")
+
+
+def test_syntax_on_a_json_lines_suite(tmp_path, corpus, capsys):
+    run = language_model(tmp_path, corpus, "lm", "lstm")
+    suite = tmp_path / "suite.jsonl"
+    lines = [
+        {"sentence_good": "the cat sat", "sentence_bad": "the cat sit"},
+        {"sentence_good": "the dogs sat", "sentence_bad": "the dog sat"},
+    ]
+    suite.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert (
+        syntax.main([str(run), "--suite", str(suite), "--out", str(tmp_path / "o")])
+        == 0
+    )
+    result = json.loads((tmp_path / "o" / "syntax.json").read_text())
+    assert (
+        result["overall"]["scored"] == 2 and result["overall"]["with_oov"] == 1
+    )  # sit
+    assert "overall" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        (["pabs", "{lm}"], "second_order_lstm, mmrnn or mmlstm"),
+        (["stack", "{lm}"], "stack needs a run of task kind recognition"),
+        (["ldpa", "{lm}"], "ldpa needs a run of task kind dyck or dyck_closing"),
+        (["surprisal", "{lm}", "--split", "train"], "Unknown split 'train'"),
+        (["surprisal", "{tmp}/missing"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(tmp_path, corpus, capsys, command, message):
+    lm = language_model(tmp_path, corpus, "lm", "lstm")
+    argv = [a.format(lm=lm, tmp=tmp_path) for a in command] + ["--out", str(tmp_path)]
+    with pytest.raises(SystemExit) as exit_:
+        analyze.main(argv)
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1
+
+
+def test_syntax_bad_input_is_one_line_and_status_2(tmp_path, corpus, capsys):
+    lm = language_model(tmp_path, corpus, "lm", "lstm")
+    suite = tmp_path / "bad.jsonl"
+    suite.write_text(json.dumps({"sentence_good": "the cat sat"}) + "\n")
+    dyck_run = make_run(tmp_path, "dyck", "tiny_dyck_lstm", ["task.test_sequences=8"])
+    for argv, message in (
+        ([str(lm), "--suite", str(suite)], "bad.jsonl:1: expected a JSON object"),
+        ([str(dyck_run), "--suite", str(suite)], "needs a run of task kind"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            syntax.main(argv)
+        assert exit_.value.code == 2
+        error = capsys.readouterr().err
+        assert message in error and len(error.strip().splitlines()) == 1
+
+
+def test_an_empty_split_is_one_line_and_status_2(tmp_path, corpus, capsys):
+    lm = language_model(tmp_path, corpus, "lm", "lstm")
+    (corpus / "test.txt").write_text("\n")
+    with pytest.raises(SystemExit) as exit_:
+        analyze.main(["surprisal", str(lm), "--out", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    assert "expected at least" in capsys.readouterr().err

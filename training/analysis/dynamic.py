@@ -1,0 +1,158 @@
+"""Dynamic evaluation (Krause et al. 2017, "Dynamic evaluation of neural
+sequence models", sections 4-5).
+
+The split is read in order in segments of `segment` tokens, the state carried
+from one to the next. Each segment is scored first, then the weights take a
+gradient step on that segment's mean cross-entropy and decay towards the
+trained weights `theta_g` before the next segment is read:
+
+    SGD (eq. 8):       theta <- theta - eta grad + lambda (theta_g - theta)
+    RMS (eqs. 9-10):   theta <- theta - eta grad / (sqrt(MS) + eps)
+                                  + min(1, lambda RMS_norm) (theta_g - theta)
+
+where `MS` is the mean squared gradient of segments of other text (Krause et
+al. use the training split) and `RMS_norm = sqrt(MS) / mean(sqrt(MS))`, the
+mean over all parameters. The weights changed are a stateful copy's; the
+model passed in (and anything saved) is never changed. The static number is
+the same segmentation read without updates.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from training import metrics as metrics_lib
+from training.analysis.scoring import (
+    check_stream,
+    segment_losses,
+    segments,
+    stateful_copy,
+)
+
+
+def _numbers(total, count):
+    entropy = total / count
+    return {
+        "cross_entropy": entropy,
+        "perplexity": metrics_lib.perplexity(entropy),
+        "bits_per_token": metrics_lib.bits_per_character(entropy),
+    }
+
+
+def _gradients(evaluator, variables, inputs, targets):
+    with tf.GradientTape() as tape:
+        losses = segment_losses(evaluator, inputs, targets)  # [rows, time]
+        loss = tf.reduce_mean(losses)
+    grads = tape.gradient(loss, variables)
+    # Embedding gradients come as IndexedSlices: made dense to scale and add.
+    grads = [
+        tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+        for v, g in zip(variables, grads, strict=True)
+    ]
+    return losses, grads
+
+
+def gradient_statistics(build_model, model, ids, segment=20, rows=1, max_segments=None):
+    """Krause et al.'s `MS`: the mean squared gradient over segments of `ids`.
+
+    The gradients are of each segment's mean cross-entropy with the trained
+    weights (no updates), the state carried; `max_segments` reads only the
+    first ones. Returns one array per trainable variable of the model.
+    """
+    ids = check_stream(ids, rows, name="text for the gradient statistics")
+    evaluator = stateful_copy(build_model, model, rows)
+    variables = evaluator.trainable_variables
+    step = tf.function(lambda x, y: _gradients(evaluator, variables, x, y)[1])
+    sums, count = [np.zeros(v.shape) for v in variables], 0
+    for inputs, targets in segments(ids, rows, segment):
+        for total, grad in zip(sums, step(inputs, targets), strict=True):
+            total += np.square(grad.numpy())
+        count += 1
+        if max_segments and count >= max_segments:
+            break
+    return [total / count for total in sums]
+
+
+def dynamic_evaluation(
+    build_model,
+    model,
+    ids,
+    learning_rate=1e-3,
+    decay=0.0,
+    segment=20,
+    rows=1,
+    statistics=None,
+    epsilon=1e-8,
+):
+    """Static and dynamic cross-entropy of `model` on the token stream `ids`.
+
+    Args:
+        build_model: `build_model(stateful=True, batch_size=rows)` builds the
+            run's model (e.g. a task's `build_model`).
+        model: The trained model; its weights are read, never changed.
+        ids: The split's token ids, 1-D.
+        learning_rate: `eta`. Default: 1e-3.
+        decay: `lambda`, the pull towards the trained weights per segment.
+            Default: 0.
+        segment: Tokens per segment (Krause et al.'s `n`). Default: 20.
+        rows: Contiguous rows read in parallel (Krause et al. read one);
+            a step follows the mean gradient of all rows. Default: 1.
+        statistics: `gradient_statistics(...)` for the RMS-normalised
+            update; None for plain SGD. Default: None.
+        epsilon: Added to `sqrt(MS)`. Default: 1e-8.
+
+    Returns:
+        A dict: `"static"` and `"dynamic"` (`cross_entropy` in nats,
+        `perplexity`, `bits_per_token`), `"tokens"` scored, `"segments"`.
+    """
+    if learning_rate < 0 or not 0 <= decay <= 1 or segment < 1:
+        raise ValueError(
+            "Expected learning_rate >= 0, 0 <= decay <= 1 and segment >= 1; "
+            f"received {learning_rate!r}, {decay!r} and {segment!r}."
+        )
+    ids = check_stream(ids, rows)
+    pieces = segments(ids, rows, segment)
+    count = sum(int(targets.size) for _, targets in pieces)
+
+    static = stateful_copy(build_model, model, rows)
+    static_total = sum(
+        float(tf.reduce_sum(segment_losses(static, x, y))) for x, y in pieces
+    )
+
+    evaluator = stateful_copy(build_model, model, rows)
+    variables = evaluator.trainable_variables
+    trained = [tf.identity(v.value) for v in variables]
+    if statistics is None:
+        scales = [tf.constant(1.0)] * len(variables)
+        decays = [tf.constant(decay)] * len(variables)
+    else:
+        if len(statistics) != len(variables):
+            raise ValueError(
+                f"`statistics` has {len(statistics)} arrays; expected one per "
+                f"trainable variable ({len(variables)})."
+            )
+        roots = [np.sqrt(ms) for ms in statistics]
+        mean_root = np.concatenate([r.reshape(-1) for r in roots]).mean()
+        scales = [tf.constant(1.0 / (r + epsilon), tf.float32) for r in roots]
+        decays = [
+            tf.constant(np.minimum(1.0, decay * r / mean_root), tf.float32)
+            for r in roots
+        ]
+
+    @tf.function
+    def score_then_step(inputs, targets):
+        losses, grads = _gradients(evaluator, variables, inputs, targets)
+        for variable, grad, start, scale, pull in zip(
+            variables, grads, trained, scales, decays, strict=True
+        ):
+            variable.assign(
+                variable - learning_rate * grad * scale + pull * (start - variable)
+            )
+        return tf.reduce_sum(losses)
+
+    dynamic_total = sum(float(score_then_step(x, y)) for x, y in pieces)
+    return {
+        "static": _numbers(static_total, count),
+        "dynamic": _numbers(dynamic_total, count),
+        "tokens": count,
+        "segments": len(pieces),
+    }

@@ -1,0 +1,68 @@
+"""What the analysis CLIs read from a run directory, in one place.
+
+`load` is the only call into run loading (`training.runs.load_run`); the
+other helpers read a loaded task's splits and vocabulary.
+"""
+
+import numpy as np
+
+from training import runs
+
+
+def load(run_dir):
+    """`(recipe, vocabulary, task, model)` of a run: the one use of run loading."""
+    return runs.load_run(run_dir)
+
+
+def check_kind(recipe, kinds, what, run_dir):
+    kind = recipe["task"]["kind"]
+    if kind not in kinds:
+        raise ValueError(
+            f"{what} needs a run of task kind {' or '.join(kinds)}; {run_dir} is a "
+            f"{kind!r} run."
+        )
+
+
+def check_split(task, split):
+    if split not in task.splits:
+        raise ValueError(
+            f"Unknown split {split!r} for this task; expected one of: "
+            f"{', '.join(task.splits)}."
+        )
+
+
+def stream_ids(task, split):
+    """The token ids of a language-model run's split."""
+    check_split(task, split)
+    return task.encoded[split].ids
+
+
+def sample_ids(task, split, count):
+    """The first `count` strings of a split, each as ids read from its start."""
+    check_split(task, split)
+    if task.recipe["task"]["kind"] == "language_model":
+        ids, eos = stream_ids(task, split), task.vocabulary.eos_id
+        if eos is None:
+            return [ids[i : i + 60] for i in range(0, 60 * count, 60)][:count]
+        ends = np.flatnonzero(ids == eos)
+        lines = [ids[a + 1 : b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
+        return [np.concatenate([[eos], line]) for line in lines if len(line)][:count]
+    arrays = task.arrays[split]
+    return [row[row != 0] for row in arrays.inputs[:count]]
+
+
+def encode_texts(task, texts):
+    """`--text` strings as ids, read after the run's start token."""
+    vocabulary = task.vocabulary
+    start = [] if task.start_id is None else [task.start_id]
+    encoded = []
+    for text in texts:
+        ids = vocabulary.encode(text, on_oov="unk", split="--text").ids.tolist()
+        if vocabulary.add_eos and ids and ids[-1] == vocabulary.eos_id:
+            ids = ids[:-1]
+        encoded.append(np.array(start + ids, "int32"))
+    return encoded
+
+
+def token_names(vocabulary, ids):
+    return [vocabulary.decode([int(i)]) for i in ids]

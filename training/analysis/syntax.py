@@ -1,0 +1,201 @@
+"""Targeted syntactic evaluation: does the model prefer the grammatical sentence?
+
+Marvin & Linzen (2018); the second-order report, section 5 and Table 3. A
+pair counts as correct when the grammatical sentence has the strictly higher
+log-likelihood under the model.
+
+Scoring. Each sentence is tokenized with the run's vocabulary (its level and
+whitespace or character split, as the training text was) and read from the
+zero state (one sentence per row, so the state is reset per sentence). When
+the vocabulary ends lines with `<eos>`, the sentence is read after `<eos>` (as
+every line of the training text is) and its log-likelihood includes the
+`<eos>` that ends it; without one, the first token is not scored.
+
+Out-of-vocabulary words become `<unk>` and are scored as `<unk>` (the
+model's probability of the unknown-word class). A pair with an OOV word in
+either sentence is scored and counted in `with_oov`; the accuracy over the
+pairs without any OOV is reported beside. A pair is skipped (not scored)
+when its two sentences are the same ids after the `<unk>` mapping (the
+words that differ are both unknown), when a sentence has no token to score,
+or when the vocabulary has no `<unk>` and a word is unknown.
+"""
+
+import collections
+
+import numpy as np
+from keras import ops
+
+from training import plots
+from training.data.tokenize import tokenize
+
+_SEPARATOR = "\x00"  # ends each sentence in the one tokenization call
+LOGITS_BUDGET = 1 << 24  # floats of logits per batch: 64 MB
+
+
+def encode_sentences(vocabulary, sentences):
+    """Ids of each sentence with the run's tokenization, and its OOV count.
+
+    Returns:
+        `(ids, oov)`: a list of int lists (None where a word is unknown and
+        the vocabulary has no `<unk>`) and a list of OOV counts.
+    """
+    sentences = [" ".join(s.split("\n")) for s in sentences]
+    if vocabulary.level == "byte":
+        return [list(s.encode("utf-8")) for s in sentences], [0] * len(sentences)
+    # One line per sentence: `tokenize` drops only the text's final newline.
+    text = "\n".join(sentences) + "\n"
+    tokens = tokenize(text, vocabulary.level, add_eos=True, eos_token=_SEPARATOR)
+    index = {token: i for i, token in enumerate(vocabulary.tokens)}
+    unk = vocabulary.unk_id
+    ids, oov, current, unknown = [], [], [], 0
+    for token in tokens.numpy().tolist():
+        token = token.decode("utf-8")
+        if token == _SEPARATOR:
+            ids.append(None if unknown and unk is None else current)
+            oov.append(unknown)
+            current, unknown = [], 0
+        elif token in index:
+            current.append(index[token])
+        else:
+            current.append(unk)
+            unknown += 1
+    return ids, oov
+
+
+def score_sentences(model, vocabulary, sentences, batch_size=256):
+    """The log-likelihood in nats of each sentence, and its OOV count.
+
+    Returns:
+        `(log_likelihoods, oov)`: NumPy arrays; a sentence that cannot be
+        scored (see the module docstring) has NaN.
+    """
+    ids, oov = encode_sentences(vocabulary, sentences)
+    eos = vocabulary.eos_id
+    sequences = [
+        None
+        if s is None
+        else ([eos] if eos is not None else []) + s + ([eos] if eos is not None else [])
+        for s in ids
+    ]
+    scores = np.full(len(sentences), np.nan)
+    order = sorted(
+        (i for i, s in enumerate(sequences) if s is not None and len(s) >= 2),
+        key=lambda i: len(sequences[i]),
+    )
+    vocab_size = len(vocabulary)
+    start = 0
+    while start < len(order):
+        longest = len(sequences[order[min(start + batch_size, len(order)) - 1]]) - 1
+        rows = max(1, min(batch_size, LOGITS_BUDGET // (longest * vocab_size)))
+        batch = order[start : start + rows]
+        longest = max(len(sequences[i]) for i in batch) - 1
+        inputs = np.zeros((len(batch), longest), "int32")
+        targets = np.zeros((len(batch), longest), "int32")
+        mask = np.zeros((len(batch), longest), "float32")
+        for row, i in enumerate(batch):
+            sequence = sequences[i]
+            inputs[row, : len(sequence) - 1] = sequence[:-1]
+            targets[row, : len(sequence) - 1] = sequence[1:]
+            mask[row, : len(sequence) - 1] = 1.0
+        logits = model(inputs, training=False)  # [rows, time, vocab]
+        picked = ops.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+        log_probs = picked - ops.logsumexp(logits, axis=-1)  # [rows, time]
+        totals = ops.convert_to_numpy(ops.sum(log_probs * mask, axis=-1))
+        scores[batch] = totals
+        start += len(batch)
+    return scores, np.asarray(oov)
+
+
+def _summary(correct, scored, with_oov, correct_clean, clean, skipped):
+    return {
+        "accuracy": correct / scored if scored else None,
+        "pairs": scored + skipped,
+        "scored": scored,
+        "skipped": skipped,
+        "with_oov": with_oov,
+        "accuracy_without_oov": correct_clean / clean if clean else None,
+        "without_oov": clean,
+    }
+
+
+def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
+    """Accuracy on `pairs` (`training.data.minimal_pairs.MinimalPair`s).
+
+    Returns:
+        A dict with `"overall"`, `"categories"`, `"suites"` and
+        `"conditions"`, each a summary (`accuracy`, `pairs`, `scored`,
+        `skipped`, `with_oov`, `accuracy_without_oov`, `without_oov`); the
+        keys of `"suites"` are `suite` or `suite (contrast)`, those of
+        `"conditions"` add `: condition`.
+    """
+    if not pairs:
+        raise ValueError("No minimal pairs to score; expected at least one.")
+    sentences = sorted({p.good for p in pairs} | {p.bad for p in pairs})
+    position = {s: i for i, s in enumerate(sentences)}
+    scores, oov = score_sentences(model, vocabulary, sentences, batch_size)
+    ids, _ = encode_sentences(vocabulary, sentences)
+    counts = collections.defaultdict(lambda: np.zeros(6, "int64"))
+    for pair in pairs:
+        good, bad = position[pair.good], position[pair.bad]
+        suite = f"{pair.suite} ({pair.contrast})" if pair.contrast else pair.suite
+        keys = ("overall", f"category:{pair.category}", f"suite:{suite}")
+        keys += (f"condition:{suite}: {pair.condition}",)
+        skipped = (
+            np.isnan(scores[good]) or np.isnan(scores[bad]) or ids[good] == ids[bad]
+        )
+        if skipped:
+            row = (0, 0, 0, 0, 0, 1)
+        else:
+            correct = int(scores[good] > scores[bad])
+            has_oov = int(oov[good] > 0 or oov[bad] > 0)
+            row = (correct, 1, has_oov, correct * (1 - has_oov), 1 - has_oov, 0)
+        for key in keys:
+            counts[key] += row
+    result = {"overall": _summary(*counts.pop("overall").tolist())}
+    for section, prefix in (
+        ("categories", "category:"),
+        ("suites", "suite:"),
+        ("conditions", "condition:"),
+    ):
+        result[section] = {
+            key[len(prefix) :]: _summary(*value.tolist())
+            for key, value in counts.items()
+            if key.startswith(prefix)
+        }
+    result["sentences"] = len(sentences)
+    result["sentences_with_oov"] = int((oov > 0).sum())
+    return result
+
+
+def table_rows(result):
+    """CSV rows: level (category, suite, condition), name and the summary."""
+    rows = []
+    for level, section in (
+        ("category", "categories"),
+        ("suite", "suites"),
+        ("condition", "conditions"),
+    ):
+        for name, summary in result[section].items():
+            rows.append({"level": level, "name": name, **summary})
+    return rows
+
+
+def plot(result, path, title="Targeted syntactic evaluation"):
+    """Accuracy per suite as horizontal bars, chance (0.5) marked."""
+    suites = list(result["suites"].items())
+    fig, ax = plots.figure(
+        title,
+        "accuracy (share of pairs, grammatical more likely)",
+        None,
+        height=1.2 + 0.28 * len(suites),
+    )
+    values = [s["accuracy"] if s["accuracy"] is not None else 0.0 for _, s in suites]
+    ax.barh(range(len(suites)), values, color="C0", label="accuracy (scored pairs)")
+    ax.set_yticks(range(len(suites)))
+    ax.set_yticklabels([f"{name} ({s['scored']})" for name, s in suites], fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(0.5, color="C3", linestyle="--", label="chance")
+    ax.set_xlim(0, 1)
+    ax.set_ylabel("suite (pairs scored)")
+    ax.legend(loc="lower right", fontsize=8)
+    return plots.save(fig, path)

@@ -1,0 +1,227 @@
+"""Looks inside trained runs: writes a figure (PNG) and its numbers (JSON/CSV).
+
+    python -m training.analyze WHAT RUN_DIR [RUN_DIR ...] --out DIR [--split test]
+
+WHAT is one of:
+    surprisal  loss on and 1..4 steps after the 10% most surprising tokens
+               (Krause et al. 2016, 4.2), one line per language-model run
+    pabs       principal angles between the transition matrices of
+               second-order LSTM, mmRNN and mmLSTM runs
+    routing    which cell (second-order LSTM) or choice matrix (mmRNN,
+               mmLSTM) each token used, and the mean weight per token type
+    stack      push/pop/no-op per step of a stack recognizer, and the share
+               of steps that match a correct pushdown automaton
+    ldpa       accuracy against closing distance of Dyck runs
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from training import plots, runs
+from training.analysis import ldpa, pabs, routing, scoring, stack, surprisal
+from training.analysis.loading import (
+    check_kind,
+    check_split,
+    encode_texts,
+    load,
+    sample_ids,
+    stream_ids,
+    token_names,
+)
+
+ANALYSES = ("surprisal", "pabs", "routing", "stack", "ldpa")
+
+
+def run_label(run_dir, recipe):
+    return f"{recipe['model']['cell']} ({Path(run_dir).name})"
+
+
+def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
+    loaded = [load(d) for d in run_dirs]
+    for run_dir, (recipe, *_) in zip(run_dirs, loaded, strict=True):
+        check_kind(recipe, ("language_model",), "surprisal", run_dir)
+    vocabulary = loaded[0][1]
+    if any(v != vocabulary for _, v, _, _ in loaded[1:]):
+        raise ValueError(
+            "surprisal compares runs on the same tokens; expected runs with the "
+            "same vocabulary."
+        )
+    ids = stream_ids(loaded[0][2], split)
+    losses = np.stack(
+        [scoring.token_losses(t.build_model, m, ids) for _, _, t, m in loaded]
+    )
+    result = surprisal.in_bits(surprisal.recovery(losses, fraction, steps))
+    labels = [run_label(d, r) for d, (r, *_) in zip(run_dirs, loaded, strict=True)]
+    result.update({"runs": labels, "unit": "bits", "split": split})
+    unit = "bits/char" if vocabulary.level == "char" else f"bits/{vocabulary.level}"
+    surprisal.plot(result, labels, out / "surprisal.png", unit=unit)
+    runs.write_json(out / "surprisal.json", result)
+    return result
+
+
+def analyze_pabs(run_dirs, out, split=None):
+    results = {}
+    for run_dir in run_dirs:
+        recipe, _, _, model = load(run_dir)
+        angles = pabs.pairwise_angles(model)
+        name = Path(run_dir).name
+        pabs.plot(
+            angles,
+            out / f"pabs-{name}.png",
+            title=f"Principal angles: {run_label(run_dir, recipe)}",
+        )
+        results[name] = angles
+    runs.write_json(out / "pabs.json", results)
+    return results
+
+
+def analyze_routing(run_dirs, out, split, texts=(), samples=4):
+    results = {}
+    for run_dir in run_dirs:
+        recipe, vocabulary, task, model = load(run_dir)
+        routing.routed_layers(model)
+        strings = (
+            encode_texts(task, texts) if texts else sample_ids(task, split, samples)
+        )
+        if not strings or not all(len(s) for s in strings):
+            raise ValueError("routing needs non-empty strings; none were found.")
+        padded = np.zeros((len(strings), max(len(s) for s in strings)), "int32")
+        for row, string in enumerate(strings):
+            padded[row, : len(string)] = string
+        tokens = [token_names(vocabulary, s) for s in strings]
+        name = Path(run_dir).name
+        rows = []
+        for layer, groups, weights in routing.routing_weights(model, padded):
+            per_token = routing.mean_weight_per_token(tokens, weights)
+            rows += routing.table_rows(layer, groups, per_token)
+            routing.plot(
+                tokens,
+                weights,
+                groups,
+                out / f"routing-{name}-{layer}.png",
+                title=f"Routing: {run_label(run_dir, recipe)}, {layer}",
+                choice_name="cell" if groups == ["alpha"] else "choice",
+            )
+        plots.write_table(out / f"routing-{name}.csv", rows)
+        results[name] = rows
+    return results
+
+
+def analyze_stack(run_dirs, out, split, texts=(), samples=3):
+    results = {}
+    for run_dir in run_dirs:
+        recipe, vocabulary, task, model = load(run_dir)
+        check_kind(recipe, ("recognition",), "stack", run_dir)
+        stack.check_stack_recognizer(model)
+        check_split(task, split)
+        language = task.language
+        arrays = task.arrays[split]
+        positives = [row[row != 0] for row in arrays.inputs[arrays.labels == 1]]
+        shares = [
+            stack.agreement(t["actions"], stack.pda_actions(s, language))
+            for s, t in zip(positives, stack.trace(model, positives), strict=True)
+        ]
+        matching = sum(s["matching"] for s in shares)
+        counted = sum(s["steps"] for s in shares)
+        shown = encode_texts(task, texts) if texts else positives[:samples]
+        traced = stack.trace(model, shown)
+        name = Path(run_dir).name
+        stack.plot(
+            [token_names(vocabulary, s) for s in shown],
+            traced,
+            out / f"stack-{name}.png",
+            title=f"Stack actions: {run_label(run_dir, recipe)}",
+        )
+        results[name] = {
+            "split": split,
+            "language": language,
+            "positive_strings": len(positives),
+            "pda_agreement": matching / counted if counted else None,
+            "steps": counted,
+            "no_op_steps_left_out": sum(s["no_op_steps_left_out"] for s in shares),
+            "shown": [
+                {
+                    "tokens": token_names(vocabulary, s),
+                    "actions": t["actions"].round(4).tolist(),
+                    "stack_top": t["stack_top"].round(4).tolist(),
+                }
+                for s, t in zip(shown, traced, strict=True)
+            ],
+        }
+    runs.write_json(out / "stack.json", results)
+    return results
+
+
+def analyze_ldpa(run_dirs, out, split):
+    metrics = {}
+    for run_dir in run_dirs:
+        recipe, _, task, model = load(run_dir)
+        check_kind(recipe, ("dyck", "dyck_closing"), "ldpa", run_dir)
+        check_split(task, split)
+        metrics[run_label(run_dir, recipe)] = task.evaluate(model, split)
+    ldpa.plot(metrics, out / "ldpa.png")
+    plots.write_table(out / "ldpa.csv", ldpa.table_rows(metrics))
+    return metrics
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m training.analyze",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[3:]),
+    )
+    parser.add_argument("what", choices=ANALYSES)
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    parser.add_argument("--out", required=True, help="folder for the PNG and numbers")
+    parser.add_argument("--split", default="test")
+    parser.add_argument(
+        "--text",
+        action="append",
+        default=[],
+        help="routing/stack: a string to show (repeatable); default: the split's",
+    )
+    parser.add_argument("--samples", type=int, default=4, help="strings to show")
+    parser.add_argument("--fraction", type=float, default=0.1, help="surprisal")
+    args = parser.parse_intermixed_args(argv)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if args.what == "surprisal":
+            result = analyze_surprisal(args.run_dirs, out, args.split, args.fraction)
+            for label, after in zip(result["runs"], result["after"], strict=True):
+                values = ", ".join(f"{v:.3f}" for v in after)
+                print(f"{label}: {values} bits at 0..{len(after) - 1} steps after")
+        elif args.what == "pabs":
+            for name, angles in analyze_pabs(args.run_dirs, out).items():
+                for a in angles:
+                    print(
+                        f"{name} {a['layer']} {a['group']} {a['pair']}: "
+                        f"{min(a['angles']):.1f}-{max(a['angles']):.1f} degrees"
+                    )
+        elif args.what == "routing":
+            analyze_routing(args.run_dirs, out, args.split, args.text, args.samples)
+        elif args.what == "stack":
+            for name, result in analyze_stack(
+                args.run_dirs, out, args.split, args.text, args.samples
+            ).items():
+                share = result["pda_agreement"]
+                share = "no" if share is None else f"{share:.4f} of"
+                print(
+                    f"{name}: most likely action = a correct PDA's on {share} "
+                    f"{result['steps']} steps of positive {args.split} strings"
+                )
+        else:
+            for label, metrics in analyze_ldpa(args.run_dirs, out, args.split).items():
+                print(f"{label}: WCPA {metrics['wcpa']:.4f}")
+    except (ValueError, FileNotFoundError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

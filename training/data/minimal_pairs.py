@@ -1,0 +1,156 @@
+"""Minimal-pair suites for targeted syntactic evaluation.
+
+- Marvin & Linzen (2018): the 22 test sets of github:BeckyMarvin/LM_syneval,
+  converted to JSON (`{condition: [[good, bad], ...]}`; the NPI sets hold
+  `[grammatical, intrusive, ungrammatical]` triples), in the folder
+  `marvin_linzen_2018/` of the data directory (`data_dir`, then
+  `ZOO_DATA_DIR`, as the corpora). A triple gives three pairs, one per
+  contrast the second-order report's Table 3 uses: grammatical vs.
+  intrusive, intrusive vs. ungrammatical, grammatical vs. ungrammatical.
+- JSON Lines with `sentence_good` and `sentence_bad` per line (BLiMP's
+  format); the condition is the line's `UID` and the category its
+  `linguistics_term` when present, else the file's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from training.data.corpora import ENV_VAR, _find_local
+
+MARVIN_LINZEN = "marvin_linzen_2018"
+CATEGORIES = {
+    "agreement": (
+        "simple_agrmt",
+        "sent_comp",
+        "vp_coord",
+        "long_vp_coord",
+        "prep_anim",
+        "prep_inanim",
+        "subj_rel",
+        "obj_rel_across_anim",
+        "obj_rel_across_inanim",
+        "obj_rel_no_comp_across_anim",
+        "obj_rel_no_comp_across_inanim",
+        "obj_rel_within_anim",
+        "obj_rel_within_inanim",
+        "obj_rel_no_comp_within_anim",
+        "obj_rel_no_comp_within_inanim",
+    ),
+    "reflexive anaphora": (
+        "simple_reflexives",
+        "reflexive_sent_comp",
+        "reflexives_across",
+    ),
+    "npi": (
+        "simple_npi_anim",
+        "simple_npi_inanim",
+        "npi_across_anim",
+        "npi_across_inanim",
+    ),
+}
+TRIPLE_CONTRASTS = (
+    ("grammatical vs. intrusive", 0, 1),
+    ("intrusive vs. ungrammatical", 1, 2),
+    ("grammatical vs. ungrammatical", 0, 2),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class MinimalPair:
+    """A pair in which `good` should score higher than `bad`."""
+
+    good: str
+    bad: str
+    suite: str  # the test set (file stem)
+    condition: str  # e.g. "sing_MS_MV", or with the contrast for NPI triples
+    category: str  # "agreement", "reflexive anaphora", "npi", or BLiMP's term
+    contrast: str = ""  # for an NPI triple, which two of its sentences
+
+
+def _pairs_of(suite, category, condition, items, source):
+    pairs = []
+    for index, item in enumerate(items):
+        if not (
+            isinstance(item, list)
+            and len(item) in (2, 3)
+            and all(isinstance(s, str) for s in item)
+        ):
+            raise ValueError(
+                f"{source}: item {index} of condition {condition!r} is not a list "
+                "of 2 or 3 sentences; expected [good, bad] or [good, intrusive, bad]."
+            )
+        if len(item) == 2:
+            pairs.append(MinimalPair(item[0], item[1], suite, condition, category))
+        else:
+            for contrast, better, worse in TRIPLE_CONTRASTS:
+                pairs.append(
+                    MinimalPair(
+                        item[better], item[worse], suite, condition, category, contrast
+                    )
+                )
+    return pairs
+
+
+def load_marvin_linzen(data_dir=None):
+    """All Marvin & Linzen pairs, as `MinimalPair`s, in a fixed order.
+
+    Raises:
+        FileNotFoundError: a test set is not in the data directories.
+    """
+    pairs = []
+    for category, suites in CATEGORIES.items():
+        for suite in suites:
+            path = _find_local(MARVIN_LINZEN, f"{suite}.json", data_dir)
+            if path is None:
+                raise FileNotFoundError(
+                    f"{MARVIN_LINZEN}/{suite}.json not found; expected the Marvin & "
+                    f"Linzen sets as JSON in a data directory (data_dir or {ENV_VAR})."
+                )
+            sets = json.loads(path.read_text())
+            for condition, items in sets.items():
+                pairs += _pairs_of(suite, category, condition, items, path)
+    return pairs
+
+
+def load_jsonl(path):
+    """The pairs of a JSON Lines file with `sentence_good` / `sentence_bad`.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a line is not a JSON object with both fields (names it).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Suite file {str(path)!r} does not exist.")
+    pairs = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if not (
+            isinstance(record, dict)
+            and isinstance(record.get("sentence_good"), str)
+            and isinstance(record.get("sentence_bad"), str)
+        ):
+            raise ValueError(
+                f"{path}:{number}: expected a JSON object with string fields "
+                "'sentence_good' and 'sentence_bad'."
+            )
+        pairs.append(
+            MinimalPair(
+                record["sentence_good"],
+                record["sentence_bad"],
+                path.stem,
+                str(record.get("UID", path.stem)),
+                str(record.get("linguistics_term", path.stem)),
+            )
+        )
+    if not pairs:
+        raise ValueError(f"{path}: no pairs; expected one JSON object per line.")
+    return pairs

@@ -1,0 +1,88 @@
+"""The common figure setup of the analyses: matplotlib on the Agg backend.
+
+Every figure has a title, labelled axes (with units) and a legend, and is
+sized to stay readable when shown at README width (about 700 pixels). The
+numbers behind a figure are written beside its PNG by the caller
+(`write_table`, `runs.write_json`).
+"""
+
+import csv
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: figures are only written to files
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+DPI = 100
+WIDTH = 7.0  # inches: 700 pixels at DPI
+FONT_SIZE = 10
+
+
+def figure(
+    title,
+    xlabel=None,
+    ylabel=None,
+    height=4.0,
+    width=WIDTH,
+    source=None,
+    rows=1,
+    height_ratios=None,
+):
+    """Returns `(figure, axes)` with the title, axis labels and a source note.
+
+    Args:
+        title: The figure's title (over all panels when `rows > 1`).
+        xlabel, ylabel: Axis labels with units, e.g. `"loss (bits/char)"`,
+            set on the single panel (with `rows > 1` the caller labels them).
+        height, width: Size in inches (100 pixels each).
+        source: A note set small under the axes, e.g. the paper's numbers.
+        rows: Number of panels stacked vertically; with more than one,
+            `axes` is a list.
+        height_ratios: Relative panel heights when `rows > 1`.
+    """
+    plt.rcParams.update({"font.size": FONT_SIZE})
+    fig, axes = plt.subplots(
+        rows,
+        1,
+        figsize=(width, height),
+        dpi=DPI,
+        layout="constrained",
+        squeeze=False,
+        height_ratios=height_ratios,
+    )
+    axes = list(axes[:, 0])
+    if rows == 1:
+        axes = axes[0]
+        axes.set_title(title)
+        if xlabel:
+            axes.set_xlabel(xlabel)
+        if ylabel:
+            axes.set_ylabel(ylabel)
+    else:
+        fig.suptitle(title)
+    if source:
+        fig.get_layout_engine().set(rect=(0, 0.06, 1, 0.94))
+        fig.text(0.01, 0.01, source, fontsize=FONT_SIZE - 2, ha="left", va="bottom")
+    return fig, axes
+
+
+def save(fig, path):
+    """Writes `fig` as a PNG at `path` (folders created) and closes it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def write_table(path, rows):
+    """Writes `rows` (a list of dicts with the same keys) as CSV at `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else [])
+        writer.writeheader()
+        writer.writerows(rows)
+    return path

@@ -1,0 +1,92 @@
+"""Targeted syntactic evaluation of a word-level language-model run.
+
+    python -m training.syntax RUN_DIR [--suite marvin-linzen | PATH.jsonl]
+        [--data-dir DIR] [--out DIR]
+
+The share of minimal pairs in which the run's model gives the grammatical
+sentence the higher log-likelihood (Marvin & Linzen 2018), per category,
+per test set and per condition, with the out-of-vocabulary counts (OOV words
+are scored as `<unk>`; see `training.analysis.syntax`). Writes
+`syntax.json`, `syntax.csv` and `syntax.png` to `--out` (default:
+`RUN_DIR/syntax-SUITE/`).
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from training import plots, runs
+from training.analysis import syntax
+from training.analysis.loading import check_kind, load
+from training.data import minimal_pairs
+
+MARVIN_LINZEN = "marvin-linzen"
+
+
+def load_suite(suite, data_dir=None):
+    """The pairs of `--suite`: the Marvin & Linzen sets or a JSON Lines file."""
+    if suite == MARVIN_LINZEN:
+        return minimal_pairs.load_marvin_linzen(data_dir)
+    return minimal_pairs.load_jsonl(suite)
+
+
+def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None):
+    """Scores `suite` with the run's model; writes and returns the results."""
+    recipe, vocabulary, _, model = load(run_dir)
+    check_kind(recipe, ("language_model",), "Syntactic evaluation", run_dir)
+    pairs = load_suite(suite, data_dir)
+    result = syntax.evaluate_pairs(model, vocabulary, pairs)
+    result["suite"] = suite
+    name = MARVIN_LINZEN if suite == MARVIN_LINZEN else Path(suite).stem
+    out = Path(out) if out else Path(run_dir) / f"syntax-{name}"
+    out.mkdir(parents=True, exist_ok=True)
+    runs.write_json(out / "syntax.json", result)
+    plots.write_table(out / "syntax.csv", syntax.table_rows(result))
+    syntax.plot(result, out / "syntax.png", title=f"Syntactic evaluation: {name}")
+    return result, out
+
+
+def report(result):
+    lines = [
+        f"{'':56}{'accuracy':>9}{'scored':>8}{'skipped':>8}{'OOV':>7}{'no-OOV acc':>11}"
+    ]
+    sections = [("overall", result["overall"])]
+    sections += [(f"category {n}", s) for n, s in result["categories"].items()]
+    sections += list(result["suites"].items())
+    for name, summary in sections:
+        accuracy = summary["accuracy"]
+        clean = summary["accuracy_without_oov"]
+        lines.append(
+            f"{name[:55]:56}"
+            f"{'-' if accuracy is None else f'{accuracy:.3f}':>9}"
+            f"{summary['scored']:>8}{summary['skipped']:>8}{summary['with_oov']:>7}"
+            f"{'-' if clean is None else f'{clean:.3f}':>11}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m training.syntax", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("run_dir")
+    parser.add_argument(
+        "--suite",
+        default=MARVIN_LINZEN,
+        help=f"{MARVIN_LINZEN} (default) or a JSON Lines file of "
+        "sentence_good/sentence_bad pairs",
+    )
+    parser.add_argument("--data-dir", help="folder holding marvin_linzen_2018/")
+    parser.add_argument("--out", help="folder for syntax.json/.csv/.png")
+    args = parser.parse_args(argv)
+    try:
+        result, out = evaluate_syntax(args.run_dir, args.suite, args.data_dir, args.out)
+    except (ValueError, FileNotFoundError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    print(report(result))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
