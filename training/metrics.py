@@ -5,8 +5,10 @@
   every position where the stack is non-empty, the prediction is correct
   when p(correct close) / p(any close) >= 0.8. LDPA is that accuracy per
   closing distance, WCPA the minimum LDPA over distances.
-- `recognition_accuracy`: string classification accuracy, overall and per
-  length bin (Mali et al., 2020).
+- `recognition_accuracy`: string classification accuracy at the last step,
+  overall and per length bin; `strict_recognition_accuracy`: a string counts
+  only when every step is right (accept and legal next symbol), the
+  criterion the tables of Mali et al. (2020) correspond to.
 - `cross_entropy`, `perplexity`, `bits_per_character` and
   `bits_per_character_to_word_perplexity` (Krause et al., 2016, eq. 23).
 """
@@ -174,6 +176,11 @@ def recognition_accuracy(scores, labels, lengths=None, bin_edges=None, threshold
             f"scores {scores.shape} and labels {labels.shape} must be equal (N,) shapes"
         )
     correct = (scores >= threshold).astype(np.int64) == labels
+    return _accuracy_by_length(correct, lengths, bin_edges)
+
+
+def _accuracy_by_length(correct, lengths, bin_edges):
+    """`RecognitionAccuracy` of per-string booleans `correct`."""
     per_bin = {}
     if bin_edges is not None:
         if lengths is None:
@@ -185,6 +192,87 @@ def recognition_accuracy(scores, labels, lengths=None, bin_edges=None, threshold
             accuracy = float(correct[inside].mean()) if count else float("nan")
             per_bin[(low, high)] = (accuracy, count)
     return RecognitionAccuracy(overall=float(correct.mean()), per_bin=per_bin)
+
+
+def strict_recognition_accuracy(
+    accept,
+    prefix_labels,
+    lengths,
+    *,
+    labels=None,
+    next_symbol=None,
+    legal_next=None,
+    bin_edges=None,
+    threshold=0.5,
+):
+    """All-steps recognition accuracy: a string counts only if every step is right.
+
+    The sequence-level criterion of the works Mali et al. (2020) follow
+    (Gers & Schmidhuber 2001; Suzgun et al. 2019): at every unpadded
+    position t = 0 .. length (after START and t symbols) the accept score is
+    on the right side of `threshold` for the causal target, whether the
+    prefix read so far is a complete string of the language
+    (`RecognitionArrays.prefix_labels`); and, when `next_symbol` is given,
+    on positive strings the arg-max next symbol is one that can legally
+    follow the prefix (`RecognitionArrays.legal_next`). END is legal exactly
+    where the prefix is complete, so at a positive string's last step END
+    is right and so is any symbol that continues it (an open bracket): a
+    causal model cannot know the string ends there. Negatives are not
+    checked on `next_symbol`: after their first error no symbol is legal.
+    On a balanced set a constant answer scores 0.5 at the last step alone;
+    here a constant "accept" scores 0, and so does a constant "reject" on
+    Dyck languages (their empty prefix is complete), though not on
+    palindromes (it is right on every negative without a palindromic prefix).
+
+    Args:
+        accept: `(N, T)` per-step accept scores.
+        prefix_labels: `(N, T)` 0/1 membership of each prefix.
+        lengths: `(N,)` string lengths; positions 0 .. lengths[i] count.
+        labels: `(N,)` 0/1 string labels; needed with `next_symbol`.
+        next_symbol: optional `(N, T, V)` next-symbol scores (probabilities
+            or logits: only the arg-max is used).
+        legal_next: `(N, T, V)` bool legal-next masks; needed with
+            `next_symbol`.
+        bin_edges: as in `recognition_accuracy`.
+        threshold: an accept score >= threshold means "accepted".
+
+    Returns:
+        A `RecognitionAccuracy`.
+    """
+    accept = np.asarray(accept, dtype=np.float64)
+    targets = np.asarray(prefix_labels)
+    lengths = np.asarray(lengths)
+    if accept.ndim != 2 or accept.shape != targets.shape:
+        raise ValueError(
+            f"accept {accept.shape} and prefix_labels {targets.shape} must be "
+            "equal (N, T) shapes"
+        )
+    if lengths.shape != (len(accept),) or lengths.max(initial=0) >= accept.shape[1]:
+        raise ValueError(
+            f"lengths {lengths.shape} must be (N,) = ({len(accept)},) with every "
+            f"length below T = {accept.shape[1]}"
+        )
+    counted = np.arange(accept.shape[1])[None, :] <= lengths[:, None]  # (N, T)
+    right = (accept >= threshold) == (targets >= 0.5)
+    if next_symbol is not None:
+        if labels is None or legal_next is None:
+            raise ValueError("next_symbol needs labels and legal_next")
+        next_symbol = np.asarray(next_symbol)
+        legal_next = np.asarray(legal_next, dtype=bool)
+        if next_symbol.shape != legal_next.shape or next_symbol.shape[:2] != (
+            accept.shape
+        ):
+            raise ValueError(
+                f"next_symbol {next_symbol.shape} and legal_next "
+                f"{legal_next.shape} must be equal (N, T, V) shapes with (N, T) = "
+                f"{accept.shape}"
+            )
+        chosen = np.argmax(next_symbol, axis=-1)[..., None]  # (N, T, 1)
+        legal = np.take_along_axis(legal_next, chosen, axis=-1)[..., 0]
+        positive = np.asarray(labels).astype(bool)[:, None]  # (N, 1)
+        right &= legal | ~positive
+    correct = np.all(right | ~counted, axis=1)  # (N,)
+    return _accuracy_by_length(correct, lengths, bin_edges)
 
 
 def cross_entropy(outputs, targets, mask=None, *, from_logits=False):

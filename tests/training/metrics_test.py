@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from training import metrics
-from training.data import dyck
+from training.data import dyck, recognition
 
 
 def _hand_built():
@@ -54,6 +54,88 @@ def test_recognition_accuracy_overall_and_per_bin():
     assert metrics.recognition_accuracy(per_step, labels, lengths).overall == 0.6
 
 
+def framed_split(language, seed=0):
+    split = recognition.make_split(language, 200, 2, 41, seed=seed)
+    return split, recognition.frame(split, language)
+
+
+@pytest.mark.parametrize(
+    "language, constant",
+    [("D2", 0.0), ("D2", 1.0), ("D3", 0.0), ("D3", 1.0), ("palindrome", 1.0)],
+)
+def test_strict_accuracy_of_constant_answers_is_near_zero(language, constant):
+    # Not a constant "reject" on palindromes: it is right at every step of
+    # each negative without a palindromic prefix.
+    split, arrays = framed_split(language)
+    accept = np.full(arrays.prefix_labels.shape, constant)
+    final = metrics.recognition_accuracy(accept, arrays.labels, arrays.lengths)
+    assert final.overall == 0.5  # balanced: half the strings
+    strict = metrics.strict_recognition_accuracy(
+        accept, arrays.prefix_labels, arrays.lengths
+    )
+    assert strict.overall < 0.05
+
+
+@pytest.mark.parametrize("language", ["D2", "D3", "palindrome"])
+def test_strict_accuracy_of_an_exact_recogniser_is_one(language):
+    split, arrays = framed_split(language, seed=1)
+    accept = np.zeros(arrays.prefix_labels.shape)
+    for row, string in enumerate(split.strings):
+        for t in range(len(string) + 1):
+            accept[row, t] = recognition.is_member(string[:t], language)
+    # Predict the first legal symbol (END where the prefix is complete).
+    rng = np.random.default_rng(0)
+    next_symbol = arrays.legal_next + 0.1 * rng.random(arrays.legal_next.shape)
+    result = metrics.strict_recognition_accuracy(
+        accept,
+        arrays.prefix_labels,
+        arrays.lengths,
+        labels=arrays.labels,
+        next_symbol=next_symbol,
+        legal_next=arrays.legal_next,
+        bin_edges=[0, 20, 41],
+    )
+    assert result.overall == 1.0
+    assert result.per_bin[(0, 20)][0] == result.per_bin[(20, 41)][0] == 1.0
+    assert sum(count for _, count in result.per_bin.values()) == 200
+
+
+def test_strict_accuracy_counts_every_step_and_only_legal_next_on_positives():
+    # D2 ( = 3, [ = 4, ) = 5, ] = 6, END = 2; rows: "()" (+), "(]]" (-).
+    split = recognition.RecognitionSplit(
+        strings=[[3, 5], [3, 6, 6]],
+        labels=np.array([1, 0]),
+        is_hard=np.array([False, False]),
+        min_length=2,
+        max_length=3,
+    )
+    arrays = recognition.frame(split, "D2")
+    accept = arrays.prefix_labels * 0.8 + 0.1  # right at every step
+    accept[:, 3] = 0.9  # padding of row 0 ("()" has 3 positions), last of row 1
+    legal_argmax = np.eye(7)[[[3, 5, 2, 0], [3, 3, 3, 3]]]  # row 1: "(" is illegal
+
+    def strict(accept, next_symbol=None):
+        return metrics.strict_recognition_accuracy(
+            accept,
+            arrays.prefix_labels,
+            arrays.lengths,
+            labels=arrays.labels,
+            next_symbol=next_symbol,
+            legal_next=arrays.legal_next,
+        ).overall
+
+    assert strict(accept) == 0.5  # the slip at row 1's last step counts
+    accept[1, 3] = 0.1
+    assert strict(accept) == 1.0  # row 0's padding does not
+    # On the positive "()" a closing ")" after "(" is legal, "]" is not; any
+    # symbol on the negative is ignored.
+    assert strict(accept, legal_argmax) == 1.0
+    assert strict(accept, np.eye(7)[[[3, 6, 2, 0], [3, 3, 3, 3]]]) == 0.5
+    # After the complete "()" END and "(" are legal, ")" is not.
+    assert strict(accept, np.eye(7)[[[3, 5, 3, 0], [6, 6, 6, 6]]]) == 1.0
+    assert strict(accept, np.eye(7)[[[3, 5, 5, 0], [6, 6, 6, 6]]]) == 0.5
+
+
 def test_cross_entropy_perplexity_bpc():
     probs = np.array([[0.5, 0.25, 0.25], [0.1, 0.8, 0.1], [1 / 3, 1 / 3, 1 / 3]])
     targets = np.array([0, 1, 2])
@@ -91,6 +173,24 @@ def test_bpc_to_word_perplexity_krause_eq_23():
                 np.ones((1, 1, 7)), np.zeros((1, 1)), np.zeros((1, 1)), k=2
             ),
             "no evaluated positions",
+        ),
+        (
+            lambda: metrics.strict_recognition_accuracy(
+                np.ones((2, 3)), np.ones((2, 4)), [1, 2]
+            ),
+            "must be equal",
+        ),
+        (
+            lambda: metrics.strict_recognition_accuracy(
+                np.ones((2, 3)), np.ones((2, 3)), [1, 3]
+            ),
+            "every length below T = 3",
+        ),
+        (
+            lambda: metrics.strict_recognition_accuracy(
+                np.ones((2, 3)), np.ones((2, 3)), [1, 2], next_symbol=np.ones((2, 3, 5))
+            ),
+            "next_symbol needs labels and legal_next",
         ),
     ],
 )

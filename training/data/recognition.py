@@ -10,9 +10,11 @@ grammar's, conditioned on the range).
 
 Negatives are half of every split (positives `size // 2`, negatives the rest).
 Random negatives are uniform strings over the alphabet with lengths drawn from
-the split's positives; hard negatives are positives with 1 to 3 edits (swap of
-two different symbols, insertion or deletion of one symbol). A fraction drawn
-uniformly from [0.15, 0.30] of the negatives is hard, replacing random ones.
+the split's positives; hard negatives are positives with 1 or 3 swaps of two
+different symbols (the paper's "swap around 1 or 3 characters"; same length,
+same symbols), or, with `hard_negatives="edit"`, 1 to 3 edits (swap,
+insertion or deletion of one symbol). A fraction drawn uniformly from
+[0.15, 0.30] of the negatives is hard, replacing random ones.
 Every string is checked by the exact recogniser (`is_member`), so no negative is
 accidentally valid; strings of the training split never occur in the other
 splits.
@@ -127,6 +129,56 @@ def is_member(tokens, language):
     return bool(prefix_labels(tokens, language)[-1])
 
 
+def legal_next(tokens, language):
+    """The symbols that may follow every prefix: bool array `(len + 1, vocab)`.
+
+    Row j is the set of token ids x such that `tokens[:j] + [x]` is a prefix
+    of some string of the language, with END (`END_ID`) legal exactly when
+    `tokens[:j]` is itself a complete string. For Dyck-n: any open bracket,
+    the close bracket matching the top of the stack, END on an empty stack;
+    for palindromes w c w^R: a, b or c before the centre, then the mirrored
+    symbol, then END. After the first symbol that no string continues, every
+    row is empty. Lengths are unbounded (a split's length range is ignored).
+    """
+    tokens = [int(t) for t in np.asarray(tokens).tolist()]
+    legal = np.zeros((len(tokens) + 1, vocabulary_size(language)), dtype=bool)
+    n = _bracket_types(language)
+    if n is None:
+        a, b = FIRST_BRACKET_ID, FIRST_BRACKET_ID + 1
+        for j in range(len(tokens) + 1):
+            prefix = tokens[:j]
+            if _PALINDROME_MARKER not in prefix:
+                if any(t not in (a, b) for t in prefix):
+                    break
+                legal[j, [a, b, _PALINDROME_MARKER]] = True
+                continue
+            centre = prefix.index(_PALINDROME_MARKER)
+            after = j - centre - 1  # symbols after the centre
+            mirrored = prefix[centre + 1 :] == prefix[centre - after : centre][::-1]
+            if not mirrored or after > centre:
+                break
+            legal[j, END_ID if after == centre else prefix[centre - after - 1]] = True
+        return legal
+    opens = list(range(FIRST_BRACKET_ID, FIRST_BRACKET_ID + n))
+    stack = []
+    for j in range(len(tokens) + 1):
+        legal[j, opens] = True
+        if stack:
+            legal[j, FIRST_BRACKET_ID + n + stack[-1]] = True
+        else:
+            legal[j, END_ID] = True
+        if j == len(tokens):
+            break
+        kind = tokens[j] - FIRST_BRACKET_ID
+        if 0 <= kind < n:
+            stack.append(kind)
+        elif n <= kind < 2 * n and stack and stack[-1] == kind - n:
+            stack.pop()
+        else:
+            break  # no string continues this prefix
+    return legal
+
+
 def _feasible_lengths(language, min_length, max_length):
     parity = 1 if _bracket_types(language) is None else 0
     lengths = [n for n in range(max(min_length, 0), max_length + 1) if n % 2 == parity]
@@ -228,16 +280,33 @@ def sample_positives(
     return strings
 
 
+HARD_NEGATIVES = ("swap", "edit")
+
+
+def _swap_two(rng, string):
+    """Exchanges two positions holding different symbols, in place."""
+    while True:
+        i, j = rng.integers(len(string), size=2).tolist()
+        if string[i] != string[j]:
+            break
+    string[i], string[j] = string[j], string[i]
+
+
+def _swap(rng, string):
+    """The paper's hard negative: 1 or 3 swaps of two different symbols."""
+    string = list(string)
+    for _ in range(int(rng.choice([1, 3]))):
+        _swap_two(rng, string)
+    return string
+
+
 def _edit(rng, string, symbols):
+    """1 to 3 edits, each a swap, an insertion or a deletion of one symbol."""
     string = list(string)
     for _ in range(int(rng.integers(1, 4))):
         operation = int(rng.integers(3))
-        if operation == 0 and len(set(string)) > 1:  # swap two different symbols
-            while True:
-                i, j = rng.integers(len(string), size=2).tolist()
-                if string[i] != string[j]:
-                    break
-            string[i], string[j] = string[j], string[i]
+        if operation == 0 and len(set(string)) > 1:
+            _swap_two(rng, string)
         elif operation == 1 or len(string) == 0:  # insert
             position = int(rng.integers(len(string) + 1))
             string.insert(position, int(rng.choice(symbols)))
@@ -254,6 +323,7 @@ def sample_negatives(
     max_length,
     *,
     hard_fraction=None,
+    hard_negatives="swap",
     seed=0,
     exclude=(),
 ):
@@ -267,6 +337,11 @@ def sample_negatives(
         min_length, max_length: inclusive length range.
         hard_fraction: fraction of hard negatives; defaults to a uniform draw
             from [0.15, 0.30] as in the paper.
+        hard_negatives: how a hard negative is made from a positive:
+            `"swap"` (the paper's: 1 or 3 swaps of two different symbols,
+            same length and symbols) or `"edit"` (1 to 3 swaps, insertions
+            or deletions; an insertion or deletion changes a Dyck string's
+            length parity, which makes it easy to reject).
         seed: seed or Generator.
         exclude: tuples that must not be returned.
 
@@ -275,6 +350,11 @@ def sample_negatives(
     """
     if not positives:
         raise ValueError("sample_negatives needs at least one positive string")
+    if hard_negatives not in HARD_NEGATIVES:
+        raise ValueError(
+            f"hard_negatives must be one of {', '.join(map(repr, HARD_NEGATIVES))}; "
+            f"received {hard_negatives!r}"
+        )
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     symbols = alphabet(language)
     if hard_fraction is None:
@@ -295,7 +375,13 @@ def sample_negatives(
         hard = len(strings) < num_hard
         if hard:
             source = positives[int(rng.integers(len(positives)))]
-            string = _edit(rng, source, symbols)
+            if hard_negatives == "edit":
+                string = _edit(rng, source, symbols)
+            elif len(set(source)) > 1:
+                string = _swap(rng, source)
+            else:
+                continue  # nothing to swap in it
+
         else:
             length = lengths[int(rng.integers(len(lengths)))]
             string = rng.choice(symbols, size=length).tolist()
@@ -332,6 +418,7 @@ def make_split(
     p=0.5,
     p1=0.25,
     hard_fraction=None,
+    hard_negatives="swap",
     seed=0,
     exclude=(),
 ):
@@ -359,6 +446,7 @@ def make_split(
         min_length,
         max_length,
         hard_fraction=hard_fraction,
+        hard_negatives=hard_negatives,
         seed=rng,
         exclude=exclude,
     )
@@ -396,7 +484,7 @@ MALI_SPLITS = {
 }
 
 
-def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0):
+def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0, hard_negatives="swap"):
     """The paper's splits of `language`: train, valid, test, long_120, long_160.
 
     D2, D3 and the palindrome language: 6,230 train strings (length <= 55),
@@ -404,6 +492,7 @@ def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0):
     2,000 / 4,000 over the same lengths; both with two long tests of 1,500
     strings (102 < T <= 120 and 102 < T <= 160). `scale` multiplies every size
     (for quick runs). Strings of train never appear in another split.
+    `hard_negatives` is passed to `sample_negatives`.
     """
     _bracket_types(language)
     table = MALI_SPLITS["D6" if language == "D6" else "small"]
@@ -418,6 +507,7 @@ def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0):
             hi,
             p=p,
             p1=p1,
+            hard_negatives=hard_negatives,
             seed=np.random.default_rng(stream),
             exclude=train_set,
         )
@@ -439,6 +529,9 @@ class RecognitionArrays:
         labels: int32 `(N,)` string labels.
         lengths: int32 `(N,)` string lengths (symbols); the string is
             classified at position `lengths[i]`.
+        legal_next: bool `(N, T + 1, vocab)`, at position t the symbols that
+            may follow the prefix of t symbols (`legal_next`); all False on
+            padding and after a string's first error.
     """
 
     inputs: np.ndarray
@@ -447,6 +540,7 @@ class RecognitionArrays:
     prefix_labels: np.ndarray
     labels: np.ndarray
     lengths: np.ndarray
+    legal_next: np.ndarray
 
 
 def frame(split, language, length=None):
@@ -465,6 +559,7 @@ def frame(split, language, length=None):
     targets = np.full((n, length), PAD_ID, dtype=np.int32)
     labels = np.zeros((n, length), dtype=np.float32)
     lengths = np.zeros(n, dtype=np.int32)
+    legal = np.zeros((n, length, vocabulary_size(language)), dtype=bool)
     for row, string in enumerate(strings):
         size = len(string)
         inputs[row, 0] = START_ID
@@ -472,6 +567,7 @@ def frame(split, language, length=None):
         targets[row, :size] = string
         targets[row, size] = END_ID
         labels[row, : size + 1] = prefix_labels(string, language)
+        legal[row, : size + 1] = legal_next(string, language)
         lengths[row] = size
     return RecognitionArrays(
         inputs=inputs,
@@ -480,4 +576,5 @@ def frame(split, language, length=None):
         prefix_labels=labels,
         labels=np.asarray(split.labels, dtype=np.int32),
         lengths=lengths,
+        legal_next=legal,
     )

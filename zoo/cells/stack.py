@@ -21,7 +21,7 @@ from keras import ops
 from zoo.cells.base import ZooCell
 from zoo.cells.multiplicative import MultiplicativeLSTMCell, MultiplicativeRNNCell
 from zoo.cells.multiplicative_integration import MIRNNCell
-from zoo.checks import check_number, check_positive_int
+from zoo.checks import check_choice, check_number
 from zoo.layers.stack import NO_OP, DifferentiableStack
 from zoo.registry import register_cell
 
@@ -46,21 +46,8 @@ class _StackCell(ZooCell):
         empty_value=-1.0,
         **kwargs,
     ):
-        check_positive_int("stack_depth", stack_depth)
-        check_positive_int("stack_width", stack_width)
-        check_positive_int("read_depth", read_depth)
-        if read_depth > stack_depth:
-            raise ValueError(
-                f"`read_depth` must be at most `stack_depth` ({stack_depth}); "
-                f"received {read_depth!r}."
-            )
-        check_number("empty_value", empty_value)
         super().__init__(units, **kwargs)
-        self.stack_depth = stack_depth
-        self.stack_width = stack_width
-        self.read_depth = read_depth
-        self.use_noop = use_noop
-        self.empty_value = empty_value
+        # The stack checks its own arguments (one place for those checks).
         self.stack = DifferentiableStack(
             units,
             depth=stack_depth,
@@ -72,6 +59,11 @@ class _StackCell(ZooCell):
             bias_initializer=self.bias_initializer,
             name="stack",
         )
+        self.stack_depth = stack_depth
+        self.stack_width = stack_width
+        self.read_depth = read_depth
+        self.use_noop = use_noop
+        self.empty_value = empty_value
 
     def step(self, inputs, states, training=False):
         """Returns `(output, new_states, actions)` for one step."""
@@ -190,12 +182,30 @@ class StackRNNCell(_StackCell):
         return config
 
 
+CARRY_FORWARD_MODES = ("soft", "hard")
+
+
+def carry_forward_mode(carry_forward):
+    """Returns `"soft"`, `"hard"` or `False` for a `carry_forward` argument.
+
+    `True` (the literal eq. 12, what configs saved before the soft reading
+    hold) is `"hard"`; `False` and `None` turn the update off.
+    """
+    if carry_forward is True:
+        return "hard"
+    if carry_forward is False or carry_forward is None:
+        return False
+    check_choice("carry_forward", carry_forward, (*CARRY_FORWARD_MODES, False))
+    return carry_forward
+
+
 class DiffStkCell(_StackCell):
     """Base class of the DiffStk cells: a controller cell with a stack.
 
-    Subclasses implement `make_controller()`, returning a fresh controller
-    cell whose first state is its hidden state `z` and whose output is `z`.
-    See `DiffStkRNNCell` for the equations and the arguments.
+    A subclass creates its controller in its own `__init__`, after
+    `super().__init__`, and hands it to `set_controller`: a cell whose first
+    state is its hidden state `z` and whose output is `z`. See
+    `DiffStkRNNCell` for the equations and the arguments.
     """
 
     def __init__(
@@ -204,32 +214,41 @@ class DiffStkCell(_StackCell):
         activation_scale=LECUN_TANH_SCALE,
         noise_mean=0.0,
         noise_stddev=0.0,
-        carry_forward=True,
+        carry_forward="soft",
+        carry_sharpness=4.0,
         seed=None,
         **kwargs,
     ):
         check_number("activation_scale", activation_scale, 0.0, low_open=True)
         check_number("noise_mean", noise_mean)
         check_number("noise_stddev", noise_stddev, 0.0)
+        carry_forward = carry_forward_mode(carry_forward)
+        check_number("carry_sharpness", carry_sharpness, 0.0, low_open=True)
         if carry_forward and not kwargs.get("use_noop", True):
             raise ValueError(
-                "`carry_forward` needs NO-OP actions: expected use_noop=True with "
-                "carry_forward=True; received use_noop=False."
+                "`carry_forward` needs NO-OP actions: expected use_noop=True or "
+                f"carry_forward=False; received use_noop=False with "
+                f"carry_forward={carry_forward!r}."
             )
         super().__init__(units, **kwargs)
         self.activation_scale = activation_scale
         self.noise_mean = noise_mean
         self.noise_stddev = noise_stddev
         self.carry_forward = carry_forward
+        self.carry_sharpness = carry_sharpness
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.f1 = functools.partial(scaled_tanh, scale=activation_scale)
-        self.controller = self.make_controller()
-        controller_states = len(keras.tree.flatten(self.controller.state_size))
-        self.state_size = [units] * controller_states + [self.stack.state_size, 1]
+        self.controller = None
 
-    def make_controller(self):
-        raise NotImplementedError
+    def set_controller(self, controller):
+        """Adopts the controller cell and sets the state size around it."""
+        self.controller = controller
+        controller_states = len(keras.tree.flatten(controller.state_size))
+        self.state_size = [self.units] * controller_states + [
+            self.stack.state_size,
+            1,
+        ]
 
     def controller_options(self):
         """Returns the options every controller takes: units, initializers, f1."""
@@ -266,12 +285,24 @@ class DiffStkCell(_StackCell):
         actions = self.stack.actions(candidate)  # eq. 6: [batch, num_actions]
         new_stack = self.stack.update(stack, actions, candidate)  # eqs. 7-8
         z = candidate
-        if self.carry_forward:
-            # eq. 12: u_t = 0 on the second and later consecutive NO-OPs.
+        if self.carry_forward == "hard":
+            # eq. 12 as printed: u_t = 0 on the second and later consecutive
+            # steps whose most probable action is NO-OP; carries z^_{t-1}.
             is_noop = ops.cast(ops.argmax(actions, axis=-1) == NO_OP, z.dtype)
             counter = (counter + 1.0) * is_noop[:, None]  # [batch, 1]
             keep = ops.cast(counter > 1.0, z.dtype)  # [batch, 1], 1 - u_t
             z = keep * z_hat + (1.0 - keep) * candidate
+            cells = [
+                keep * p + (1.0 - keep) * c
+                for p, c in zip(cells_prev, cells, strict=True)
+            ]
+        elif self.carry_forward == "soft":
+            # c_t = a_t[NO-OP] (c_{t-1} + 1), 1 - u_t = a_t[NO-OP] h(c_t);
+            # carries z_{t-1}, so z_t stays within f1's bound.
+            noop = actions[:, NO_OP : NO_OP + 1]  # [batch, 1]
+            counter = noop * (counter + 1.0)  # [batch, 1]
+            keep = noop * ops.sigmoid(self.carry_sharpness * (counter - 1.5))
+            z = keep * z_prev + (1.0 - keep) * candidate
             cells = [
                 keep * p + (1.0 - keep) * c
                 for p, c in zip(cells_prev, cells, strict=True)
@@ -289,6 +320,7 @@ class DiffStkCell(_StackCell):
                 "noise_mean": self.noise_mean,
                 "noise_stddev": self.noise_stddev,
                 "carry_forward": self.carry_forward,
+                "carry_sharpness": self.carry_sharpness,
                 "seed": self.seed,
             }
         )
@@ -299,30 +331,52 @@ class DiffStkCell(_StackCell):
 class DiffStkRNNCell(DiffStkCell):
     """DiffStk-RNN cell: an RNN controlling a differentiable stack.
 
-    Implements Mali et al. (2020) eqs. 5-9 and 12, with biases:
+    Implements Mali et al. (2020) eqs. 5-9 and a carry-forward update
+    (eq. 12, read as below), with biases:
 
         z^_{t-1} = z_{t-1} + P S_{t-1}[0:read_depth] + eps,
                    eps ~ N(noise_mean, noise_stddev^2), training only
         z~_t     = f1(U x_t + R z^_{t-1} + b),   f1(x) = scale tanh(2/3 x)
         a_t      = softmax(A z~_t + b_A)                 (PUSH, POP, NO-OP)
         S_t      = stack update of eqs. 7-8, pushing sigmoid(D z~_t + b_D)
-        c_t      = c_{t-1} + 1 if argmax a_t is NO-OP else 0
-        z_t      = u_t z~_t + (1 - u_t) z^_{t-1},   u_t = 0 iff c_t > 1
+        z_t      = u_t z~_t + (1 - u_t) carried
 
-    Differences from the paper: `f1`'s scale is `activation_scale`, default
-    1.7159 (LeCun et al.'s constant; the paper prints 1.7519). The paper
-    decides `u_t` from "the" action of step t, which eq. 6 computes from
-    `z_t` itself; here the action and the pushed value come from the
-    candidate `z~_t`, which is `z_t` on every step that is not carried
-    forward, so a carried-forward step still reads its input. The counter
-    `c_t` counts consecutive steps whose most probable action is NO-OP; it
-    is the last entry of the state, a float. The noise mean and standard
-    deviation are not given in the paper: the noise is off by default.
-    A carried-forward step copies `z^_{t-1}` (read term included), as eq. 12
-    says, and the controller's other states (the LSTM cell `c`) unchanged.
-    The stack is `zoo.layers.stack.DifferentiableStack`: empty value -1
-    (Joulin & Mikolov; Mali et al. do not state one) and NO-OP kept at every
-    depth. The state is `[z, stack, counter]`.
+    Carry-forward. The paper prints `z_t = u_t f1(U x_t + R z^_{t-1}) +
+    (1 - u_t) z^_{t-1}` with `u_t = 0` when the step is a NO-OP and a
+    counter of NO-OPs `c_t > 1`, else 1; its prose carries "the previous
+    hidden state" and bases the counter on the stack. Read literally
+    (`carry_forward="hard"`): `c_t = c_{t-1} + 1` if argmax a_t is NO-OP
+    else 0, `u_t = 0` iff `c_t > 1`, carried = `z^_{t-1}`. That decision has
+    no gradient, so training cannot move the controller out of it: an
+    untrained controller often picks NO-OP on most steps and then copies
+    `z^_{t-1}`, read term included, step after step, which lets the state
+    grow past f1's bound. The default `carry_forward="soft"` is a
+    differentiable reading of the same rule:
+
+        c_t     = a_t[NO-OP] (c_{t-1} + 1)         (a soft count of NO-OPs)
+        1 - u_t = a_t[NO-OP] sigmoid(carry_sharpness (c_t - 1.5))
+        carried = z_{t-1}
+
+    With one-hot actions and a large `carry_sharpness` it is eq. 12's rule
+    (update on the first NO-OP, carry from the second); the threshold 1.5
+    lies between those two counts. It carries `z_{t-1}` as the prose says,
+    so `z_t`, a convex combination of f1 outputs, stays within
+    `activation_scale`; the gradient reaches `A` through `u_t`.
+    `carry_forward=False` turns the update off (`z_t = z~_t`); `True`, what
+    configs saved before the soft reading hold, means `"hard"`.
+
+    Other differences from the paper: `f1`'s scale is `activation_scale`,
+    default 1.7159 (LeCun et al.'s constant; the paper prints 1.7519). The
+    paper decides `u_t` from "the" action of step t, which eq. 6 computes
+    from `z_t` itself; here the action and the pushed value come from the
+    candidate `z~_t`, so a carried-forward step still reads its input. The
+    counter `c_t` is the last entry of the state, a float. The noise mean
+    and standard deviation are not given in the paper: the noise is off by
+    default. A carried-forward step keeps the controller's other states
+    (the LSTM cell `c`) in the same proportion. The stack is
+    `zoo.layers.stack.DifferentiableStack`: empty value -1 (Joulin &
+    Mikolov; Mali et al. do not state one) and NO-OP kept at every depth.
+    The state is `[z, stack, counter]`.
 
     Args:
         units: Positive integer, dimensionality of `z_t`.
@@ -337,7 +391,11 @@ class DiffStkRNNCell(DiffStkCell):
         noise_mean: Mean of the state noise. Default: 0.0.
         noise_stddev: Standard deviation of the state noise; with it and
             `noise_mean` both 0 there is no noise. Default: 0.0.
-        carry_forward: Whether to apply eq. 12. Default: `True`.
+        carry_forward: `"soft"`, `"hard"` (eq. 12 as printed) or `False`.
+            Default: `"soft"`.
+        carry_sharpness: Positive slope of the soft count's threshold.
+            Default: 4.0 (about 0.12 carried on a first NO-OP, 0.88 on a
+            second).
         seed: Integer seed of the noise. Default: `None`.
         kernel_initializer: Initializer of `U`, `A`, `D` and `P`.
         recurrent_initializer: Initializer of `R`.
@@ -350,8 +408,9 @@ class DiffStkRNNCell(DiffStkCell):
     (3, 8)
     """
 
-    def make_controller(self):
-        return keras.layers.SimpleRNNCell(**self.controller_options())
+    def __init__(self, units, **kwargs):
+        super().__init__(units, **kwargs)
+        self.set_controller(keras.layers.SimpleRNNCell(**self.controller_options()))
 
 
 @register_cell("diffstk_lstm")
@@ -368,7 +427,8 @@ class DiffStkLSTMCell(DiffStkCell):
         c_t     = f * c_{t-1} + i * f1(U x_t + R z^_{t-1} + b)
         z~_t    = f1(c_t) * o
 
-    A carried-forward step keeps `c_{t-1}`. Everything else, and the
+    A carried-forward step keeps `c_{t-1}` (in proportion `1 - u_t`).
+    Everything else, and the
     differences from the paper, as in `DiffStkRNNCell`. The state is
     `[z, c, stack, counter]`.
 
@@ -386,12 +446,12 @@ class DiffStkLSTMCell(DiffStkCell):
     """
 
     def __init__(self, units, unit_forget_bias=True, **kwargs):
-        self.unit_forget_bias = unit_forget_bias
         super().__init__(units, **kwargs)
-
-    def make_controller(self):
-        return keras.layers.LSTMCell(
-            unit_forget_bias=self.unit_forget_bias, **self.controller_options()
+        self.unit_forget_bias = unit_forget_bias
+        self.set_controller(
+            keras.layers.LSTMCell(
+                unit_forget_bias=unit_forget_bias, **self.controller_options()
+            )
         )
 
     def get_config(self):
@@ -427,8 +487,9 @@ class DiffStkMRNNCell(DiffStkCell):
     (3, 8)
     """
 
-    def make_controller(self):
-        return MultiplicativeRNNCell(**self.controller_options())
+    def __init__(self, units, **kwargs):
+        super().__init__(units, **kwargs)
+        self.set_controller(MultiplicativeRNNCell(**self.controller_options()))
 
 
 @register_cell("diffstk_mlstm")
@@ -445,7 +506,8 @@ class DiffStkMLSTMCell(DiffStkCell):
         z~_t    = f1(c_t) * o
 
     The paper leaves the cell update to "similar" to eqs. 17-18; we use them.
-    A carried-forward step keeps `c_{t-1}`. Everything else, and the
+    A carried-forward step keeps `c_{t-1}` (in proportion `1 - u_t`).
+    Everything else, and the
     differences from the paper, as in `DiffStkRNNCell`. The state is
     `[z, c, stack, counter]`.
 
@@ -466,15 +528,15 @@ class DiffStkMLSTMCell(DiffStkCell):
 
     def __init__(self, units, forget_bias=1.0, weight_normalization=False, **kwargs):
         check_number("forget_bias", forget_bias)
+        super().__init__(units, **kwargs)
         self.forget_bias = forget_bias
         self.weight_normalization = weight_normalization
-        super().__init__(units, **kwargs)
-
-    def make_controller(self):
-        return MultiplicativeLSTMCell(
-            forget_bias=self.forget_bias,
-            weight_normalization=self.weight_normalization,
-            **self.controller_options(),
+        self.set_controller(
+            MultiplicativeLSTMCell(
+                forget_bias=forget_bias,
+                weight_normalization=weight_normalization,
+                **self.controller_options(),
+            )
         )
 
     def get_config(self):
@@ -516,8 +578,9 @@ class DiffStkMIRNNCell(DiffStkCell):
     (3, 8)
     """
 
-    def make_controller(self):
-        return MIRNNCell(**self.controller_options())
+    def __init__(self, units, **kwargs):
+        super().__init__(units, **kwargs)
+        self.set_controller(MIRNNCell(**self.controller_options()))
 
 
 def trace_stack(cell, inputs, initial_state=None, training=False):

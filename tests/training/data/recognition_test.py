@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from training.data import recognition
+from training.data.dyck import END_ID
 
 
 def test_alphabets_follow_the_dyck_layout():
@@ -55,15 +56,63 @@ def test_split_labels_agree_with_the_oracle(language):
     assert not split.is_hard[split.labels == 1].any()
 
 
-def test_hard_negatives_are_close_to_positives():
-    split = recognition.make_split("D2", 400, 10, 30, seed=1, hard_fraction=0.3)
+@pytest.mark.parametrize("language", ["D2", "palindrome"])
+def test_hard_negatives_swap_symbols_of_a_positive(language):
+    split = recognition.make_split(language, 400, 9, 31, seed=1, hard_fraction=0.3)
     positives = [s for s, y in zip(split.strings, split.labels, strict=True) if y]
+    sources = {tuple(sorted(p)) for p in positives}  # a swap keeps the symbols
     hard = [s for s, h in zip(split.strings, split.is_hard, strict=True) if h]
-    # 1 to 3 edits change the length by at most 3 and keep the alphabet.
+    assert len(hard) == 60
     for string in hard:
-        assert min(abs(len(string) - len(p)) for p in positives) <= 3
+        assert not recognition.is_member(string, language)
+        assert tuple(sorted(string)) in sources
     hard_fraction_default = recognition.make_split("D2", 1000, 2, 30, seed=2).is_hard
     assert 0.15 * 500 - 1 <= hard_fraction_default.sum() <= 0.30 * 500 + 1
+
+
+def test_edit_negatives_change_lengths():
+    split = recognition.make_split(
+        "D2", 400, 10, 30, seed=1, hard_fraction=0.3, hard_negatives="edit"
+    )
+    positives = [s for s, y in zip(split.strings, split.labels, strict=True) if y]
+    hard = [s for s, h in zip(split.strings, split.is_hard, strict=True) if h]
+    for string in hard:
+        assert not recognition.is_member(string, "D2")
+        # 1 to 3 edits change the length by at most 3.
+        assert min(abs(len(string) - len(p)) for p in positives) <= 3
+    assert sum(len(s) % 2 for s in hard) > 10  # odd: an insertion or deletion
+
+
+def all_strings(language, max_length):
+    """Every string of the language up to `max_length` symbols, by brute force."""
+    symbols = recognition.alphabet(language)
+    strings, frontier = [], [[]]
+    for _ in range(max_length + 1):
+        strings += [s for s in frontier if recognition.is_member(s, language)]
+        frontier = [s + [x] for s in frontier for x in symbols]
+    return strings
+
+
+@pytest.mark.parametrize("language, max_length", [("D2", 8), ("palindrome", 9)])
+def test_legal_next_agrees_with_brute_force(language, max_length):
+    # x may follow p iff some string of the language starts with p + [x]
+    # (END: p itself is one). Prefixes up to 3 symbols: every continuation
+    # needs at most 8 (D2) or 9 (palindrome) symbols in all.
+    strings = all_strings(language, max_length)
+    follows = {}
+    for string in strings:
+        for j in range(len(string) + 1):
+            after = string[j] if j < len(string) else END_ID
+            follows.setdefault(tuple(string[:j]), set()).add(after)
+    symbols = recognition.alphabet(language)
+    prefixes = [[]] + [[a] for a in symbols]
+    prefixes += [p + [b] for p in prefixes if p for b in symbols]
+    prefixes += [p + [c] for p in prefixes if len(p) == 2 for c in symbols]
+    for prefix in prefixes:
+        legal = recognition.legal_next(prefix, language)[-1]
+        assert set(np.flatnonzero(legal)) == follows.get(tuple(prefix), set()), prefix
+    row = recognition.legal_next([3, 6, 3], "D2")  # ( ] (: no string continues
+    assert row[0].any() and row[1].any() and not row[2:].any()
 
 
 def test_pcfg_branching():
@@ -110,6 +159,11 @@ def test_frame_and_dataset():
     np.testing.assert_array_equal(arrays.prefix_labels, [[1, 0, 1, 0], [1, 0, 0, 0]])
     np.testing.assert_array_equal(arrays.mask, [[1, 1, 1, 0], [1, 1, 1, 1]])
     np.testing.assert_array_equal(arrays.lengths, [2, 3])
+    # ( = 3, [ = 4, ) = 5, ] = 6, END = 2: legal after "", "(", "()" and "(]".
+    legal = [np.flatnonzero(row).tolist() for row in arrays.legal_next[0, :3]]
+    assert legal == [[2, 3, 4], [3, 4, 5], [2, 3, 4]]
+    assert arrays.legal_next[1, 1].any() and not arrays.legal_next[1, 2:].any()
+    assert not arrays.legal_next[0, 3].any()  # padding
     last = arrays.prefix_labels[np.arange(2), arrays.lengths]
     np.testing.assert_array_equal(last, arrays.labels)
 
@@ -128,6 +182,11 @@ def test_bad_arguments(language, lo, hi, message):
     with pytest.raises(ValueError, match=message) as info:
         recognition.make_split(language, 10, lo, hi)
     assert "\n" not in str(info.value)
+
+
+def test_unknown_hard_negatives_raise():
+    with pytest.raises(ValueError, match="hard_negatives must be one of 'swap'"):
+        recognition.make_split("D2", 10, 2, 10, hard_negatives="flip")
 
 
 def test_unreachable_range_raises():

@@ -6,6 +6,7 @@ import tensorflow as tf
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
 from tests.zoo.cells.reference import random_inputs, sigmoid
 from zoo.cells.stack import (
+    DiffStkCell,
     DiffStkLSTMCell,
     DiffStkMIRNNCell,
     DiffStkMLSTMCell,
@@ -129,14 +130,17 @@ CONTROLLER_STEPS = {
 
 
 def diffstk_reference(cell, x, noise_mean=0.0):
-    """Eqs. 5-9 and 12 around the controller step, in NumPy."""
+    """Eqs. 5-9 and the carry-forward (hard: eq. 12; soft) in NumPy.
+
+    Returns the outputs and the total weight of carried steps (sum of 1 - u_t).
+    """
     controller_step = CONTROLLER_STEPS[type(cell)]
     w, s = numpy_weights(cell.controller), numpy_weights(cell.stack)
     z = np.zeros((BATCH, UNITS))
     cells = [np.zeros((BATCH, UNITS))] * (len(cell.state_size) - 3)
     stack = np.full((BATCH, DEPTH, WIDTH), EMPTY)
     counter = np.zeros((BATCH, 1))
-    outputs, carried = [], 0
+    outputs, carried = [], 0.0
     for t in range(x.shape[1]):
         read = stack[:, : cell.read_depth].reshape(BATCH, -1) @ s["read_kernel"]
         z_hat = z + read + noise_mean  # eqs. 5, 9
@@ -144,13 +148,20 @@ def diffstk_reference(cell, x, noise_mean=0.0):
         actions = softmax(candidate @ s["action_kernel"] + s["action_bias"])  # eq. 6
         pushed = sigmoid(candidate @ s["push_kernel"] + s["push_bias"])
         stack = numpy_stack_step(stack, actions, pushed)  # eqs. 7-8
-        is_noop = actions.argmax(-1)[:, None] == 2
-        counter = np.where(is_noop, counter + 1, 0)
-        keep = (counter > 1) & cell.carry_forward  # u_t = 0, eq. 12
+        keep, previous = np.zeros((BATCH, 1)), z
+        if cell.carry_forward == "hard":  # eq. 12: u_t = 0 iff c_t > 1
+            is_noop = actions.argmax(-1)[:, None] == 2
+            counter = np.where(is_noop, counter + 1, 0)
+            keep, previous = (counter > 1).astype(float), z_hat
+        elif cell.carry_forward == "soft":
+            noop = actions[:, 2:3]
+            counter = noop * (counter + 1)
+            keep = noop * sigmoid(cell.carry_sharpness * (counter - 1.5))
         carried += keep.sum()
-        z = np.where(keep, z_hat, candidate)
+        z = keep * previous + (1 - keep) * candidate
         cells = [
-            np.where(keep, old, new) for old, new in zip(cells, new_cells, strict=True)
+            keep * old + (1 - keep) * new
+            for old, new in zip(cells, new_cells, strict=True)
         ]
         outputs.append(z)
     return np.stack(outputs, axis=1), carried
@@ -167,12 +178,13 @@ def make_diffstk(cell_class, **kwargs):
     return cell_class(UNITS, **{**options, **kwargs})
 
 
+@pytest.mark.parametrize("carry_forward", ["soft", "hard"])
 @pytest.mark.parametrize("cell_class", DIFFSTK_CELLS)
-def test_diffstk_matches_reference(cell_class):
-    cell = make_diffstk(cell_class, read_depth=2)
+def test_diffstk_matches_reference(cell_class, carry_forward):
+    cell = make_diffstk(cell_class, read_depth=2, carry_forward=carry_forward)
     x = np.random.default_rng(1).normal(size=(BATCH, 12, FEATURES))
     run_layer(cell, x[:, :1])
-    # Favour NO-OP so that eq. 12 carries some steps forward.
+    # Favour NO-OP so that some steps are carried forward.
     cell.stack.action_bias.assign([0.0, 0.0, 1.5])
     output = run_layer(cell, x)
     expected, carried = diffstk_reference(cell, x)
@@ -219,9 +231,9 @@ def run_steps(cell, x):
     return history
 
 
-def test_carry_forward_copies_the_state_exactly():
+def test_hard_carry_forward_copies_the_state_exactly():
     x = random_inputs()
-    cell = make_diffstk(DiffStkLSTMCell)
+    cell = make_diffstk(DiffStkLSTMCell, carry_forward="hard")
     history = run_steps(cell, x)
     cell.stack.action_bias.assign([0.0, 0.0, 20.0])  # always NO-OP
     history = run_steps(cell, x)
@@ -241,6 +253,77 @@ def test_carry_forward_copies_the_state_exactly():
     plain.set_weights(cell.get_weights())
     plain_history = run_steps(plain, x)
     assert not np.allclose(plain_history[3][1], history[3][1])
+
+
+def always_noop_with_a_large_read(carry_forward):
+    cell = make_diffstk(DiffStkRNNCell, carry_forward=carry_forward)
+    x = random_inputs()
+    run_steps(cell, x)
+    cell.stack.action_bias.assign([0.0, 0.0, 20.0])  # NO-OP at every step
+    cell.stack.read_kernel.assign(np.full((WIDTH, UNITS), 3.0))
+    return cell, np.concatenate([x] * 8, axis=1)  # 40 steps
+
+
+def test_soft_carry_forward_keeps_the_state_bounded():
+    cell, x = always_noop_with_a_large_read("soft")
+    states = run_steps(cell, x)[1:]
+    z = np.stack([np.asarray(s[0]) for s in states])
+    assert np.abs(z).max() <= cell.activation_scale + 1e-6
+    # From the tenth NO-OP on it copies z_{t-1} (1 - u_t > 1 - 1e-13).
+    np.testing.assert_allclose(z[9:], np.broadcast_to(z[8], z[9:].shape), atol=1e-6)
+    assert not np.allclose(z[1], z[0], atol=1e-3)  # the first one updates
+    # The literal eq. 12 copies z^_{t-1}, read term included, and drifts.
+    cell, x = always_noop_with_a_large_read("hard")
+    z = np.stack([np.asarray(s[0]) for s in run_steps(cell, x)[1:]])
+    assert np.abs(z).max() > 10 * cell.activation_scale
+
+
+@pytest.mark.parametrize("carry_forward, reaches", [("soft", True), ("hard", False)])
+def test_gradient_of_the_carry_decision_reaches_the_actions(carry_forward, reaches):
+    # z_1 depends on a_1 only through u_1 (the stack of step 1 is read at
+    # step 2), so the gradient of z_1 reaches A only through the decision.
+    cell = make_diffstk(DiffStkRNNCell, carry_forward=carry_forward)
+    x = random_inputs().astype("float32")
+    run_steps(cell, x)
+    states = [tf.zeros((BATCH, size)) for size in cell.state_size]
+    weights = [cell.stack.action_kernel, cell.stack.action_bias]
+    with tf.GradientTape() as tape:
+        z, _, _ = cell.step(x[:, 0], states)
+        loss = tf.reduce_sum(tf.square(z))
+    gradients = tape.gradient(loss, weights)  # None: not connected
+    largest = max(0.0 if g is None else np.abs(np.asarray(g)).max() for g in gradients)
+    assert (largest > 1e-4) == reaches
+
+
+def test_saved_boolean_carry_forward_loads_as_a_reading():
+    config = DiffStkRNNCell(4, carry_forward=True).get_config()
+    assert config["carry_forward"] == "hard"
+    assert (
+        DiffStkRNNCell.from_config({**config, "carry_forward": True}).carry_forward
+        == "hard"
+    )
+    assert (
+        DiffStkRNNCell.from_config({**config, "carry_forward": False}).carry_forward
+        is False
+    )
+    assert DiffStkRNNCell(4).carry_forward == "soft"
+
+
+def test_a_subclass_builds_its_controller_after_the_base():
+    class DiffStkReLURNNCell(DiffStkCell):
+        def __init__(self, units, slope=0.5, **kwargs):
+            super().__init__(units, **kwargs)
+            self.slope = slope  # set after the base, used by the controller
+            self.set_controller(
+                keras.layers.SimpleRNNCell(
+                    units, activation=lambda v: keras.ops.relu(v) * self.slope
+                )
+            )
+
+    cell = DiffStkReLURNNCell(UNITS, stack_depth=DEPTH)
+    assert cell.state_size == [UNITS, DEPTH, 1]
+    output = run_layer(cell, random_inputs())
+    assert output.shape == (BATCH, TIME, UNITS) and output.min() >= 0.0
 
 
 @pytest.mark.parametrize("cell_class", [StackRNNCell, *DIFFSTK_CELLS])
@@ -353,14 +436,17 @@ def test_hand_set_stack_rnn_recognises_long_dyck2():
     "make, message",
     [
         (lambda: StackRNNCell(0), "`units` must be a positive integer"),
-        (lambda: StackRNNCell(4, stack_depth=0), "`stack_depth`"),
-        (lambda: StackRNNCell(4, stack_width=2.0), "`stack_width`"),
+        (lambda: StackRNNCell(4, stack_depth=0), "`depth`"),
+        (lambda: StackRNNCell(4, stack_width=2.0), "`width`"),
+        (lambda: DiffStkLSTMCell(4, read_depth=0), "`read_depth`"),
         (lambda: StackRNNCell(4, stack_depth=2, read_depth=3), "at most"),
         (lambda: DiffStkRNNCell(4, empty_value="-1"), "`empty_value`"),
         (lambda: DiffStkRNNCell(4, activation_scale=0.0), "`activation_scale`"),
         (lambda: DiffStkRNNCell(4, noise_stddev=-0.1), "`noise_stddev`"),
         (lambda: DiffStkRNNCell(4, noise_mean=None), "`noise_mean`"),
         (lambda: DiffStkRNNCell(4, use_noop=False), "`carry_forward` needs NO-OP"),
+        (lambda: DiffStkRNNCell(4, carry_forward="on"), "`carry_forward` must be"),
+        (lambda: DiffStkRNNCell(4, carry_sharpness=0.0), "`carry_sharpness`"),
         (lambda: DiffStkMLSTMCell(4, forget_bias="1"), "`forget_bias`"),
     ],
 )
