@@ -133,7 +133,7 @@ def _sample_string(uniforms, k, m, min_length, max_length):
         u = uniforms.next()
         if u < 0.5:
             if depth == 0:
-                if len(tokens) + 1 >= min_length:
+                if len(tokens) >= min_length:
                     tokens.append(END_ID)
                     return tokens
                 continue  # END before the minimum length: redraw
@@ -164,10 +164,14 @@ def sample_dyck(
             `num_sequences` and `num_tokens` is given.
         num_tokens: sample until the strings hold at least this many tokens
             (END included), as Hewitt's `sample_count`.
-        min_length: shortest length in tokens (END included); an earlier END
-            is redrawn. Defaults to 1 (the empty string, just END).
-        max_length: longest length in tokens; longer strings are rejected
-            whole. Defaults to `hewitt_max_length(m)`.
+        min_length: the fewest brackets before END: an END drawn earlier is
+            redrawn, as in Hewitt's sampler (`len(string) < length_min`
+            there counts the tokens before END). The default 1 excludes the
+            empty string, so the shortest string is two brackets and END
+            (length 3). Hewitt's length bounds then apply to the whole
+            string, END included: a string of n brackets has length n + 1.
+        max_length: longest length in tokens (END included); longer strings
+            are rejected whole. Defaults to `hewitt_max_length(m)`.
         seed: seed of `numpy.random.default_rng`, or a `numpy.random.Generator`.
 
     Returns:
@@ -191,10 +195,11 @@ def sample_dyck(
         raise ValueError(
             f"the number of sequences/tokens must be >= 0; received {budget}."
         )
-    # Lengths are odd+1: n brackets (n even) plus END, so a valid length is odd.
-    lo = max(min_length, 1)
-    first_odd = lo if lo % 2 == 1 else lo + 1
-    if max_length < first_odd:
+    # n brackets (n even, n >= min_length, n >= 2) plus END: the shortest
+    # string has length n + 1.
+    fewest = max(min_length, 1)
+    fewest += fewest % 2
+    if max_length < fewest + 1:
         raise ValueError(
             f"length range [{min_length}, {max_length}] holds no Dyck-({k}, {m}) "
             "string; expected a range containing an odd length (even number of "
@@ -237,15 +242,18 @@ def dyck_splits(
 ):
     """Hewitt et al.'s train/dev/test splits of Dyck-(k, m).
 
-    Train and dev lengths run from `train_min_length` to `8m(m-2)+60`; test
-    lengths from `8m(m-2)+61` to twice `8m(m-2)+60` (length generalisation at
-    the same m). Each split has its own random stream derived from `seed`.
+    Train and dev strings have at least `train_min_length` brackets before
+    END and lengths (END included) up to `8m(m-2)+60`; test strings at least
+    `8m(m-2)+61` brackets and lengths up to twice `8m(m-2)+60` (length
+    generalisation at the same m), as Hewitt's configurations set them. Each
+    split has its own random stream derived from `seed`.
 
     Args:
         k, m: the language.
         train, dev, test: split sizes, counted in `unit`.
         unit: `"tokens"` (Hewitt's token budgets) or `"sequences"`.
-        train_min_length: shortest train/dev length in tokens (END included).
+        train_min_length: fewest brackets before END in train/dev strings
+            (see `sample_dyck`'s `min_length`).
         seed: integer seed.
 
     Returns:

@@ -30,6 +30,56 @@ def test_every_string_is_valid_and_in_range():
         assert 9 <= len(s) <= 41
 
 
+def _length_distribution(m, min_length, max_length):
+    """Exact P(length = L) of the specification, by dynamic programming.
+
+    The automaton's state for lengths is (brackets so far, depth): at depth 0
+    END has probability 1/2 once `min_length` brackets were read (before
+    that it is redrawn, so an open bracket is certain), at depth m the close
+    is forced, elsewhere open and close have 1/2 each. Strings longer than
+    `max_length` (END included) are rejected, so the rest is renormalised.
+    """
+    mass = {0: 1.0}  # depth -> probability, after n brackets
+    ends = {}
+    for n in range(max_length):
+        following = {}
+        for depth, p in mass.items():
+            moves = []
+            if depth == m:
+                moves = [(depth - 1, 1.0)]
+            elif depth == 0:
+                if n >= min_length:
+                    ends[n + 1] = ends.get(n + 1, 0.0) + p / 2
+                    moves = [(1, 0.5)]
+                else:
+                    moves = [(1, 1.0)]
+            else:
+                moves = [(depth - 1, 0.5), (depth + 1, 0.5)]
+            for target, q in moves:
+                following[target] = following.get(target, 0.0) + p * q
+        mass = following
+    total = sum(ends.values())
+    return {length: p / total for length, p in ends.items()}
+
+
+def test_default_lengths_follow_hewitts_sampler():
+    # Hewitt's sampler redraws END until min_length brackets were read, so
+    # the default (1) never gives the empty string; the length distribution
+    # (END included) matches the specification computed exactly.
+    strings = dyck.sample_dyck(K, M, num_sequences=20_000, seed=3)
+    lengths = np.array([len(s) for s in strings])
+    assert lengths.min() >= 3  # two brackets and END
+    expected = _length_distribution(M, 1, dyck.hewitt_max_length(M))
+    mean = sum(length * p for length, p in expected.items())
+    assert 16 < mean < 17  # 16.8; 8.9 when the empty string was allowed
+    spread = np.sqrt(sum((length - mean) ** 2 * p for length, p in expected.items()))
+    assert abs(lengths.mean() - mean) < 4 * spread / np.sqrt(len(lengths))
+    for length in (3, 5, 7, 9, 15, 31):
+        p = expected[length]
+        sigma = np.sqrt(p * (1 - p) / len(lengths))
+        assert abs(np.mean(lengths == length) - p) < 4 * sigma, length
+
+
 def test_is_dyck_rejects_invalid():
     assert dyck.is_dyck([3, 5, 2], 2, 1)
     assert not dyck.is_dyck([3, 6, 2], 2)  # wrong close type
@@ -47,7 +97,7 @@ def test_next_token_probabilities_match_specification():
         stack = []
         for position, token in enumerate(s.tolist()):
             depth = len(stack)
-            short = position + 1 < 5  # END here would be shorter than the minimum
+            short = position < 5  # fewer than min_length brackets: END redrawn
             state = (
                 "full"
                 if depth == M
@@ -169,7 +219,7 @@ def test_closing_as_next_token_places_the_closing_brackets():
     [
         ({"k": 0, "m": 4}, r"k \(number of bracket types\) must be an integer >= 1"),
         ({"k": 2, "m": 0}, r"m \(maximum depth\) must be an integer >= 1"),
-        ({"k": 2, "m": 4, "min_length": 4, "max_length": 4}, r"length range \[4, 4\]"),
+        ({"k": 2, "m": 4, "min_length": 4, "max_length": 4}, r"holds no Dyck"),
         ({"k": 2, "m": 4, "min_length": 10, "max_length": 6}, r"holds no Dyck"),
     ],
 )
