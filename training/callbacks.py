@@ -58,3 +58,26 @@ class TemperatureAnnealing(keras.callbacks.Callback):
             temperatures.append(tau)
         if logs is not None and temperatures:
             logs["temperature"] = temperatures[0]
+
+
+class StopBelowLoss(keras.callbacks.Callback):
+    """Stops training once the monitored loss falls below a threshold.
+
+    The multi-matrix report trains the Dyck-RNN "until the dev loss goes
+    below 1e-5" (section 5.3); `train.stop_below_loss` sets it.
+
+    Args:
+        threshold: Positive number.
+        monitor: The logged value to watch. Default: `"val_loss"`.
+    """
+
+    def __init__(self, threshold, monitor="val_loss"):
+        check_number("threshold", threshold, low=0, low_open=True)
+        super().__init__()
+        self.threshold = threshold
+        self.monitor = monitor
+
+    def on_epoch_end(self, epoch, logs=None):
+        value = (logs or {}).get(self.monitor)
+        if value is not None and value < self.threshold:
+            self.model.stop_training = True

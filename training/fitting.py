@@ -10,7 +10,7 @@ scope or a precision policy belongs here.
 import keras
 
 import zoo
-from training.callbacks import TemperatureAnnealing
+from training.callbacks import StopBelowLoss, TemperatureAnnealing
 
 # `model.fit` arguments that the task's data decide; `fit` refuses them.
 DATA_ARGUMENTS = (
@@ -60,6 +60,8 @@ def schedule_callbacks(train, monitor):
                 patience=train["reduce_lr_patience"],
             )
         )
+    if train["stop_below_loss"] is not None:
+        callbacks.append(StopBelowLoss(train["stop_below_loss"], monitor))
     if train["temperature_factor"] is not None:
         callbacks.append(
             TemperatureAnnealing(train["temperature_factor"], train["temperature_min"])

@@ -44,6 +44,7 @@ DEFAULTS = {
         "level": "char",
         "data_dir": None,
         "sequence_length": 100,
+        "train_cutoff": None,  # cut training lines at this many characters
     },
     "model": {
         "cell": None,
@@ -67,6 +68,8 @@ DEFAULTS = {
         "reduce_lr_factor": 0.5,
         "temperature_factor": None,  # second-order LSTM annealing (0.9)
         "temperature_min": 0.05,
+        "eval_temperature": None,  # tau set for evaluation (second-order LSTM)
+        "stop_below_loss": None,  # stop once the validation loss is below it
         "stateful": False,
         "max_steps_per_epoch": None,
     },
@@ -225,6 +228,27 @@ def check(recipe):
         raise RecipeError(
             f"train.stateful is for language models; expected false for task.kind "
             f"{kind!r}, received true."
+        )
+    if task["train_cutoff"] is not None and (
+        kind != "language_model" or task["train_cutoff"] < 1
+    ):
+        raise RecipeError(
+            "task.train_cutoff cuts a language model's training lines; expected "
+            "an integer >= 1 with task.kind 'language_model', received "
+            f"{task['train_cutoff']!r} with {kind!r}."
+        )
+    if train["eval_temperature"] is not None and not (
+        model["cell"] == "second_order_lstm" and train["eval_temperature"] > 0
+    ):
+        raise RecipeError(
+            "train.eval_temperature sets the second-order LSTM's tau for "
+            "evaluation; expected a number > 0 with model.cell "
+            f"'second_order_lstm', received {train['eval_temperature']!r} with "
+            f"{model['cell']!r}."
+        )
+    if train["stop_below_loss"] is not None and train["stop_below_loss"] <= 0:
+        raise RecipeError(
+            f"train.stop_below_loss must be > 0; received {train['stop_below_loss']!r}."
         )
     if train["reduce_lr_patience"] is not None and (
         train["final_learning_rate"] is not None

@@ -19,6 +19,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+import zoo
 from training import fitting
 from training.data.tokenize import Vocabulary
 from training.tasks import make_task
@@ -121,11 +122,24 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
         verbose=verbose,
     )
-    best = task.build_model(stateful=False)
-    best.load_weights(run_dir / BEST)
+    best = load_best(task, run_dir / BEST)
     metrics = {split: task.evaluate(best, split) for split in task.splits}
     write_json(run_dir / METRICS, metrics)
     return metrics
+
+
+def load_best(task, path):
+    """The task's stateless model with the weights at `path`, ready to evaluate.
+
+    With `train.eval_temperature`, every second-order cell is set to that
+    tau (the second-order LSTM report evaluates "arbitrarily low").
+    """
+    model = task.build_model(stateful=False)
+    model.load_weights(path)
+    temperature = task.recipe["train"]["eval_temperature"]
+    if temperature is not None:
+        zoo.set_temperature(model, temperature)
+    return model
 
 
 def load_vocabulary(run_dir):
@@ -147,6 +161,4 @@ def load_run(run_dir):
     recipe = read_json(run_dir / RECIPE)
     vocabulary = load_vocabulary(run_dir)
     task = make_task(recipe, vocabulary=vocabulary)
-    model = task.build_model(stateful=False)
-    model.load_weights(run_dir / BEST)
-    return Run(recipe, vocabulary, task, model)
+    return Run(recipe, vocabulary, task, load_best(task, run_dir / BEST))

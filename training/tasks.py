@@ -183,6 +183,7 @@ class DyckTask(Task):
         return {
             **bracket_metrics(probabilities, arrays, self.k),
             "cross_entropy": entropy,
+            "perplexity": metrics_lib.perplexity(entropy),
             "bits_per_token": metrics_lib.bits_per_character(entropy),
         }
 
@@ -354,10 +355,20 @@ class LanguageModelTask(Task):
 
     @functools.cached_property
     def encoded(self):
-        """Split name -> `EncodedText` in the task's vocabulary."""
+        """Split name -> `EncodedText` in the task's vocabulary.
+
+        With `task.train_cutoff`, the training lines are cut to that many
+        symbols (`corpora.cut_lines`); validation and test stay whole.
+        """
+        texts = self.corpus.splits()
+        cutoff = self.recipe["task"]["train_cutoff"]
+        if cutoff is not None:
+            texts["train"] = corpora.cut_lines(
+                texts["train"], cutoff, self.corpus.level
+            )
         return {
             split: self.vocabulary.encode(text, on_oov="unk", split=split)
-            for split, text in self.corpus.splits().items()
+            for split, text in texts.items()
         }
 
     def build_model(self, stateful=None, batch_size=None):

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from training.callbacks import TemperatureAnnealing
+from training.callbacks import StopBelowLoss, TemperatureAnnealing
 from zoo.cells.second_order import SecondOrderLSTMCell, second_order_cells
 
 
@@ -74,3 +74,14 @@ def test_temperature_is_saved_with_the_model(tmp_path):
 def test_invalid_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         TemperatureAnnealing(**kwargs)
+
+
+def test_stop_below_loss_stops_once_the_validation_loss_is_below():
+    callback = StopBelowLoss(0.5)
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    callback.set_model(model)
+    model.stop_training = False
+    callback.on_epoch_end(0, {"val_loss": 0.6})
+    assert not model.stop_training
+    callback.on_epoch_end(1, {"val_loss": 0.4})
+    assert model.stop_training

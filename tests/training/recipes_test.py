@@ -61,6 +61,15 @@ def test_small_scale_overrides_the_paper_scale():
             ["train.reduce_lr_patience=2", "train.final_learning_rate=0.0001"],
             "expected one learning-rate schedule",
         ),
+        ("dyck2_mlstm", ["task.train_cutoff=25"], "task.train_cutoff cuts a language"),
+        ("ptb_char_lstm", ["task.train_cutoff=0"], "task.train_cutoff cuts a language"),
+        ("ptb_word_lstm", ["train.eval_temperature=0.01"], "with model.cell"),
+        (
+            "wikitext2_second_order_lstm",
+            ["train.eval_temperature=0"],
+            "expected a number > 0",
+        ),
+        ("dyck2_mlstm", ["train.stop_below_loss=0"], "stop_below_loss must be > 0"),
     ],
 )
 def test_bad_combinations_are_refused_before_any_data(

@@ -4,7 +4,7 @@ import pytest
 
 from tests.training.tiny import tiny_recipe
 from training.callbacks import ResetStatesEachEpoch
-from training.data import dyck
+from training.data import corpora, dyck
 from training.data.batching import EpochShuffle
 from training.metrics import bracket_prediction_accuracy
 from training.tasks import ClosingBracketTask, make_task
@@ -98,3 +98,42 @@ def test_dyck_rnn_trains_to_full_worst_case_accuracy():
     score, num_distances = wcpa(model, dyck_arrays(64, 41, 80, seed=1))
     assert num_distances > 15
     assert score == 1.0
+
+
+def test_train_cutoff_cuts_only_the_training_lines(tmp_path):
+    text = "".join(f"line number {i} is long enough to be cut\n" for i in range(40))
+    path = tmp_path / "lines.txt"
+    path.write_text(text)
+    cut = make_task(
+        tiny_recipe("language_model", path, ["task.level=char", "task.train_cutoff=6"])
+    )
+    whole = make_task(tiny_recipe("language_model", path, ["task.level=char"]))
+    expected = corpora.cut_lines(whole.corpus.train, 6, "char")
+    assert max(len(line) for line in expected.split("\n")) == 6
+    np.testing.assert_array_equal(
+        cut.encoded["train"].ids,
+        whole.vocabulary.encode(expected, on_oov="unk", split="train").ids,
+    )
+    assert len(cut.encoded["train"].ids) < len(whole.encoded["train"].ids) / 3
+    for split in ("valid", "test"):
+        np.testing.assert_array_equal(cut.encoded[split].ids, whole.encoded[split].ids)
+
+
+def test_evaluation_temperature_is_set_on_the_loaded_model(tmp_path):
+    from training.runs import load_best
+
+    task = make_task(
+        tiny_recipe(
+            "dyck",
+            extra=[
+                "model.cell=second_order_lstm",
+                'model.options={"num_cells": 2}',
+                "train.eval_temperature=0.01",
+            ],
+        )
+    )
+    model = task.build_model()
+    model.save_weights(tmp_path / "w.weights.h5")
+    loaded = load_best(task, tmp_path / "w.weights.h5")
+    (cell,) = [layer.cell for layer in loaded.layers if hasattr(layer, "cell")]
+    assert float(keras.ops.convert_to_numpy(cell.temperature)) == pytest.approx(0.01)

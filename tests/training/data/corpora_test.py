@@ -180,3 +180,9 @@ def test_load_corpus_by_name_or_file(tmp_path, monkeypatch):
     assert calls == [(("char",), {"data_dir": "somewhere"})]
     with pytest.raises(ValueError, match="Unknown corpus 'nope'; expected one of: ptb"):
         corpora.load_corpus("nope")
+
+
+def test_cut_lines_keeps_the_first_symbols_of_every_line():
+    assert corpora.cut_lines("a b c d\ne f\n", 3, "word") == "a b c\ne f\n"
+    assert corpora.cut_lines("abcdef\nxy", 4, "char") == "abcd\nxy"
+    assert corpora.cut_lines(b"abcdef\nxy", 2, "byte") == b"ab\nxy"
