@@ -4,6 +4,7 @@ import json
 import os
 from pathlib import Path
 
+import h5py
 import keras
 
 import zoo
@@ -176,6 +177,13 @@ class RunBackup(keras.callbacks.BackupAndRestore):
                 f"Backup {str(path)!r} is not a backup written by this version; "
                 f"expected its JSON (delete {str(backup_dir)!r} to start afresh)."
             ) from None
+        weights = Path(backup_dir) / metadata["weights"]
+        if not h5py.is_hdf5(weights):
+            raise ValueError(
+                f"Backup weights {str(weights)!r} cannot be read (not an HDF5 "
+                f"file); expected the backup's weights (delete {str(backup_dir)!r} "
+                "to start afresh)."
+            )
         return metadata
 
     def _save_model(self):
