@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from tests.training.tiny import TINY, tiny_recipe
-from training import evaluate, export, generate, reproduce, runs, train
+from training import evaluate, export, generate, recipes, reproduce, runs, train
 from training.callbacks import RunBackup
 from tuning import search
 
@@ -152,3 +152,18 @@ def test_unreadable_backup_is_found_before_anything_is_written(world):
     assert RunBackup.read_metadata(world["dyck"] / runs.BACKUP) is None
     with pytest.raises(ValueError, match="not an HDF5 file"):
         RunBackup.read_metadata(world["badbackup"] / runs.BACKUP)
+
+
+def test_diverged_run_exits_2_and_exports_nothing(tmp_path, capsys, monkeypatch):
+    # A NaN learning rate, let past the recipe check, makes the loss NaN in
+    # the first batch: TerminateOnNaN stops the run.
+    monkeypatch.setattr(recipes, "_check_values", lambda recipe: None)
+    run_dir = tmp_path / "run"
+    argv = ["tiny_dyck_lstm", "train.learning_rate=NaN"]
+    with pytest.raises(SystemExit) as exit_info:
+        train.main([*argv, "--run-dir", str(run_dir)])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "Training diverged" in error and len(error.strip().splitlines()) == 1
+    assert not (run_dir / runs.METRICS).exists()
+    assert not (run_dir / "saved_model").exists()
