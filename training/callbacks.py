@@ -1,5 +1,10 @@
-"""Training callbacks: state resets for stateful models, temperature annealing."""
+"""Training callbacks: state resets, temperature annealing, exact resumption."""
 
+import json
+import os
+from pathlib import Path
+
+import h5py
 import keras
 
 import zoo
@@ -81,3 +86,153 @@ class StopBelowLoss(keras.callbacks.Callback):
         value = (logs or {}).get(self.monitor)
         if value is not None and value < self.threshold:
             self.model.stop_training = True
+
+
+def write_atomically(path, text):
+    """Writes `text` to `path` through a temporary file and `os.replace`."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """A `ModelCheckpoint` that never leaves a half-written file at `filepath`.
+
+    The model is saved beside it (`NAME.partial.keras`) and moved into place
+    with `os.replace`, so a run killed while saving keeps its last best model.
+    """
+
+    def __init__(self, filepath, **kwargs):
+        self.final_path = Path(filepath)
+        partial = self.final_path.with_name(f"{self.final_path.stem}.partial.keras")
+        super().__init__(str(partial), **kwargs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        if Path(self.filepath).exists():
+            os.replace(self.filepath, self.final_path)
+
+
+# The attributes that hold a callback's progress between epochs, which
+# `BackupAndRestore` does not keep (see `RunBackup`).
+CALLBACK_STATE = {
+    keras.callbacks.ModelCheckpoint: ("best",),
+    keras.callbacks.EarlyStopping: ("wait", "best", "best_epoch", "stopped_epoch"),
+    keras.callbacks.ReduceLROnPlateau: ("wait", "best", "cooldown_counter"),
+}
+
+
+def _state_of(callback):
+    for kind, names in CALLBACK_STATE.items():
+        if isinstance(callback, kind):
+            return {
+                name: None
+                if getattr(callback, name) is None
+                else float(getattr(callback, name))
+                for name in names
+            }
+    return None
+
+
+class RunBackup(keras.callbacks.BackupAndRestore):
+    """`BackupAndRestore` that resumes exactly where an uninterrupted run would be.
+
+    Keras's backup keeps the weights, optimizer and epoch; this one also keeps
+    the state of the other callbacks (`ModelCheckpoint`'s best value,
+    `EarlyStopping`'s and `ReduceLROnPlateau`'s counters, `CALLBACK_STATE`)
+    and the size `log_path` had, and commits them atomically at each epoch
+    end: the weights go to `epoch-N.weights.h5`, then
+    `training_metadata.json` naming them is replaced in one `os.replace`, so
+    a kill at any point leaves the last whole epoch's backup. It must run
+    after the callbacks it tracks (`training.fitting.fit` puts it last).
+    A backup that cannot be read is a one-line `ValueError`.
+
+    Args:
+        backup_dir: The folder of the backup (deleted when training ends).
+        log_path: The `CSVLogger` file whose size is recorded, or `None`.
+    """
+
+    def __init__(self, backup_dir, log_path=None):
+        super().__init__(str(backup_dir))
+        self.log_path = None if log_path is None else Path(log_path)
+        self.tracked = []
+
+    def track(self, callbacks):
+        """Sets the callbacks whose state is saved and restored."""
+        kinds = tuple(CALLBACK_STATE)
+        self.tracked = [c for c in callbacks if isinstance(c, kinds)]
+
+    @staticmethod
+    def read_metadata(backup_dir):
+        """The committed metadata of a backup folder, or `None` if it has none."""
+        path = Path(backup_dir) / "training_metadata.json"
+        if not path.exists():
+            return None
+        try:
+            metadata = json.loads(path.read_text())
+            int(metadata["epoch"]), str(metadata["weights"])
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(
+                f"Backup {str(path)!r} is not a backup written by this version; "
+                f"expected its JSON (delete {str(backup_dir)!r} to start afresh)."
+            ) from None
+        weights = Path(backup_dir) / metadata["weights"]
+        if not h5py.is_hdf5(weights):
+            raise ValueError(
+                f"Backup weights {str(weights)!r} cannot be read (not an HDF5 "
+                f"file); expected the backup's weights (delete {str(backup_dir)!r} "
+                "to start afresh)."
+            )
+        return metadata
+
+    def _save_model(self):
+        folder = Path(self.backup_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        weights = folder / f"epoch-{self._current_epoch}.weights.h5"
+        partial = folder / "partial.weights.h5"
+        self.model.save_weights(str(partial), overwrite=True)
+        os.replace(partial, weights)
+        log_size = None
+        if self.log_path is not None and self.log_path.exists():
+            log_size = self.log_path.stat().st_size
+        metadata = {
+            "epoch": self._current_epoch,
+            "batch": self._last_batch_seen,
+            "weights": weights.name,
+            "callbacks": [_state_of(callback) for callback in self.tracked],
+            "log_size": log_size,
+        }
+        write_atomically(self._training_metadata_path, json.dumps(metadata))
+        for old in folder.glob("epoch-*.weights.h5"):
+            if old != weights:
+                old.unlink()
+
+    def _load_model(self):
+        metadata = self.read_metadata(self.backup_dir)
+        if metadata is None:
+            return
+        weights = Path(self.backup_dir) / metadata["weights"]
+        optimizer = self.model.optimizer
+        if optimizer is not None and not optimizer.built:
+            optimizer.build(self.model.trainable_variables)
+        try:
+            self.model.load_weights(str(weights))
+        except (OSError, ValueError) as error:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ValueError(
+                f"Backup weights {str(weights)!r} cannot be read ({reason}); "
+                f"expected an HDF5 file (delete {self.backup_dir!r} to start afresh)."
+            ) from None
+        self.model._initial_epoch = metadata["epoch"]
+        states = metadata.get("callbacks") or []
+        if len(states) != len(self.tracked):
+            raise ValueError(
+                f"Backup {self.backup_dir!r} holds the state of {len(states)} "
+                f"callbacks; expected {len(self.tracked)} (delete it to start afresh)."
+            )
+        for callback, state in zip(self.tracked, states, strict=True):
+            for name, value in state.items():
+                if isinstance(getattr(callback, name), int) and value is not None:
+                    value = int(value)
+                setattr(callback, name, value)

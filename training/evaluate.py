@@ -35,7 +35,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         task, metrics = evaluate_run(args.run_dir, args.split)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(task.report(metrics, args.split))
     return 0

@@ -21,6 +21,8 @@ tokenizer's ops):
 """
 
 import argparse
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -50,6 +52,12 @@ class TextScorer(tf.Module):
         self.head = head
 
     def __call__(self, texts):
+        # One empty string more, dropped at the end: `tf.map_fn` cannot stack
+        # the ragged results of an empty batch.
+        results = self._score(tf.concat([texts, [""]], axis=0))
+        return {name: value[:-1] for name, value in results.items()}
+
+    def _score(self, texts):
         ids = tf.map_fn(
             self.tokenizer,
             texts,
@@ -103,12 +111,42 @@ def export_model(model, vocabulary, path, start_id=None, head="language_model"):
     return Path(path)
 
 
+MARKER = "zoo_export.json"  # what marks a folder as an export of `export_run`
+
+
 def export_run(run_dir, out_dir):
-    """Exports the best model of a run directory; returns the SavedModel path."""
-    _, vocabulary, task, model = runs.load_run(run_dir)
-    return export_model(
-        model, vocabulary, out_dir, start_id=task.start_id, head=task.head
+    """Exports the best model of a run directory; returns the SavedModel path.
+
+    The SavedModel is written beside `out_dir` and moved into place, so
+    `out_dir` holds a whole export or what it held before. An existing
+    `out_dir` is replaced only when it is empty or an earlier export of
+    this function (it holds `MARKER`); anything else is a `ValueError`.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(
+            f"Export target {str(out_dir)!r} is a file; expected a folder."
+        )
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / MARKER).exists():
+        raise ValueError(
+            f"Export target {str(out_dir)!r} is a non-empty folder that is not an "
+            "earlier export; expected a new or empty folder."
+        )
+    run = runs.load_run(run_dir)
+    partial = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    export_model(
+        run.model,
+        run.vocabulary,
+        partial,
+        start_id=run.task.start_id,
+        head=run.task.head,
     )
+    runs.write_json(partial / MARKER, {"run_dir": str(Path(run_dir).resolve())})
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    os.replace(partial, out_dir)
+    return out_dir
 
 
 def main(argv=None):
@@ -120,7 +158,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         path = export_run(args.run_dir, args.out_dir)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(f"SavedModel: {path}")
     return 0

@@ -10,7 +10,7 @@ scope or a precision policy belongs here.
 import keras
 
 import zoo
-from training.callbacks import StopBelowLoss, TemperatureAnnealing
+from training.callbacks import RunBackup, StopBelowLoss, TemperatureAnnealing
 
 # `model.fit` arguments that the task's data decide; `fit` refuses them.
 DATA_ARGUMENTS = (
@@ -78,7 +78,8 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
     epoch-keyed shuffle's) and `task.validation_data()`; with
     `train.max_steps_per_epoch` the training data repeat and each epoch is
     that many steps. The callbacks are `callbacks`, the data's, then the
-    recipe's (`schedule_callbacks`).
+    recipe's (`schedule_callbacks`); a `training.callbacks.RunBackup` among
+    them runs last and saves the others' state with its backup.
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
@@ -110,17 +111,18 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
         **task.compile_arguments(),
         jit_compile=zoo.default_jit_compile(),
     )
+    callbacks = [*callbacks, *data_callbacks, *schedule_callbacks(train, task.monitor)]
+    backups = [c for c in callbacks if isinstance(c, RunBackup)]
+    callbacks = [c for c in callbacks if not isinstance(c, RunBackup)]
+    for backup in backups:  # last, so it saves the others' state of the epoch
+        backup.track(callbacks)
     return model.fit(
         train_data,
         validation_data=task.validation_data(),
         epochs=fit_kwargs.pop("epochs", train["epochs"]),
         steps_per_epoch=steps,
         shuffle=False,  # the task's dataset shuffles, by epoch
-        callbacks=[
-            *callbacks,
-            *data_callbacks,
-            *schedule_callbacks(train, task.monitor),
-        ],
+        callbacks=[*callbacks, *backups],
         verbose=verbose,
         **fit_kwargs,
     )

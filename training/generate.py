@@ -29,7 +29,11 @@ def sample_next(logits, temperature, top_k, rng):
 
 
 def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
-    """Returns `prompt` followed by `length` sampled tokens, as text."""
+    """Returns `prompt` followed by up to `length` sampled tokens, as text.
+
+    Sampling stops early at the task's end token (`task.end_id`, Dyck's END).
+    A run whose model does not predict tokens is a `ValueError`.
+    """
     if length < 0:
         raise ValueError(f"`length` must be >= 0; received {length!r}.")
     if not temperature > 0:
@@ -37,6 +41,12 @@ def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
     if top_k is not None and top_k < 1:
         raise ValueError(f"`top_k` must be >= 1; received {top_k!r}.")
     _, vocabulary, task, trained = runs.load_run(run_dir)
+    if task.head != "language_model":
+        raise ValueError(
+            f"Run {str(run_dir)!r} trains a {task.head} model, which does not "
+            "predict tokens; expected a language model's run (task.kind "
+            "'language_model' or 'dyck')."
+        )
     model = task.build_model(stateful=True, batch_size=1)
     model.set_weights(trained.get_weights())
     zoo.reset_states(model)
@@ -52,6 +62,8 @@ def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
     for _ in range(length):
         token = sample_next(logits, temperature, top_k, rng)
         generated.append(token)
+        if token == task.end_id:  # the string is over
+            break
         logits = model(np.asarray([[token]], np.int32), training=False)[0, -1]
     separator = " " if vocabulary.level == "word" and ids and generated else ""
     return prompt + separator + vocabulary.decode(generated)
@@ -77,7 +89,7 @@ def main(argv=None):
             args.top_k,
             args.seed,
         )
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(text)
     return 0

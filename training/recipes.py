@@ -11,6 +11,7 @@ combination (`check`) before any data is built.
 
 import copy
 import json
+import math
 import tomllib
 from pathlib import Path
 
@@ -201,6 +202,7 @@ def check(recipe):
             raise RecipeError(
                 f"Recipe {recipe['name']!r} does not set {section}.{key}."
             )
+    _check_values(recipe)
     kind = task["kind"]
     if kind not in KINDS:
         raise RecipeError(
@@ -256,4 +258,51 @@ def check(recipe):
         raise RecipeError(
             "train.reduce_lr_patience and train.final_learning_rate both set; "
             "expected one learning-rate schedule."
+        )
+
+
+# (section, key, lowest, whether the lowest is excluded) for the numbers whose
+# range the types do not say; `None` passes where the default is `None`.
+RANGES = (
+    ("task", "train_sequences", 1, False),
+    ("task", "dev_sequences", 1, False),
+    ("task", "test_sequences", 1, False),
+    ("task", "sequence_length", 1, False),
+    ("model", "units", 1, False),
+    ("model", "num_layers", 1, False),
+    ("model", "embedding_dim", 1, False),
+    ("model", "dropout", 0, False),
+    ("train", "epochs", 1, False),
+    ("train", "batch_size", 1, False),
+    ("train", "learning_rate", 0, True),
+    ("train", "final_learning_rate", 0, True),
+    ("train", "clipnorm", 0, True),
+    ("train", "early_stopping_patience", 0, False),
+    ("train", "reduce_lr_patience", 0, False),
+    ("train", "reduce_lr_factor", 0, True),
+    ("train", "temperature_min", 0, True),
+    ("train", "max_steps_per_epoch", 1, False),
+)
+
+
+def _check_values(recipe):
+    """Every number finite and in its range (`RANGES`), as one-line errors."""
+    for section in ("task", "model", "train"):
+        for key, value in recipe[section].items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise RecipeError(
+                    f"{section}.{key} must be a finite number; received {value!r}."
+                )
+    for section, key, low, open_low in RANGES:
+        value = recipe[section][key]
+        if value is None or isinstance(value, bool):
+            continue
+        if value < low or (open_low and value == low):
+            relation = ">" if open_low else ">="
+            raise RecipeError(
+                f"{section}.{key} must be {relation} {low}; received {value!r}."
+            )
+    if not recipe["model"]["dropout"] < 1:
+        raise RecipeError(
+            f"model.dropout must be < 1; received {recipe['model']['dropout']!r}."
         )

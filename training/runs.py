@@ -14,6 +14,8 @@ A run directory holds `recipe.json` (the resolved recipe, seed included),
 
 import collections
 import json
+import math
+import zipfile
 from pathlib import Path
 
 import keras
@@ -21,6 +23,7 @@ import tensorflow as tf
 
 import zoo
 from training import fitting
+from training.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
 from training.tasks import make_task
 
@@ -47,7 +50,14 @@ def write_json(path, value):
 
 
 def read_json(path):
-    return json.loads(Path(path).read_text())
+    """The JSON value in `path`; a one-line `RunError` naming it if it is not JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RunError(
+            f"{str(path)!r} is not valid JSON ({error}); expected the file "
+            "python -m training.train wrote."
+        ) from None
 
 
 def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
@@ -67,10 +77,8 @@ def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
 def run_directory_callbacks(run_dir, monitor):
     """The callbacks that write into a run directory: backup, best model, logs."""
     return [
-        keras.callbacks.BackupAndRestore(str(run_dir / BACKUP)),
-        keras.callbacks.ModelCheckpoint(
-            str(run_dir / BEST), monitor=monitor, save_best_only=True
-        ),
+        RunBackup(run_dir / BACKUP, log_path=run_dir / LOG),
+        AtomicModelCheckpoint(run_dir / BEST, monitor=monitor, save_best_only=True),
         keras.callbacks.CSVLogger(str(run_dir / LOG), append=True),
         keras.callbacks.TensorBoard(str(run_dir / TENSORBOARD), write_graph=False),
     ]
@@ -100,28 +108,46 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         formats one.
     """
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunError(
+            f"Run directory {str(run_dir)!r} is a file; expected a directory."
+        )
     recipe_path = run_dir / RECIPE
     if recipe_path.exists() and read_json(recipe_path) != recipe:
         raise RunError(
             f"Run directory {str(run_dir)!r} holds a different recipe; expected a "
             "new --run-dir or the same recipe and overrides."
         )
-    write_json(recipe_path, recipe)
-    if not (run_dir / BACKUP).exists():  # a new or finished run starts afresh
-        (run_dir / LOG).unlink(missing_ok=True)
+    backup = RunBackup.read_metadata(run_dir / BACKUP) if run_dir.is_dir() else None
     keras.utils.set_random_seed(recipe["train"]["seed"])
     tf.config.experimental.enable_op_determinism()
-
     task = make_task(recipe)
-    (run_dir / VOCABULARY).write_text(task.vocabulary.to_json())
+    vocabulary = task.vocabulary.to_json()  # reads the data: fails before writing
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json(recipe_path, recipe)
+    log = run_dir / LOG
+    if backup is None:  # a new or finished run starts afresh
+        log.unlink(missing_ok=True)
+        (run_dir / BEST).unlink(missing_ok=True)
+    elif log.exists():  # drop the rows of epochs the backup does not hold
+        with open(log, "r+b") as file:
+            file.truncate(backup["log_size"] or 0)
+    (run_dir / VOCABULARY).write_text(vocabulary)
     model = task.build_model()
-    fitting.fit(
+    history = fitting.fit(
         model,
         task,
         callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
         verbose=verbose,
     )
+    losses = history.history.get("loss", [])
+    if not all(math.isfinite(loss) for loss in losses):
+        raise RunError(
+            f"Training diverged: the loss became {losses[-1]} in epoch "
+            f"{len(losses)} and TerminateOnNaN stopped the run; expected finite "
+            "losses (try a lower train.learning_rate)."
+        )
     best = load_best(task, run_dir / BEST)
     metrics = {split: task.evaluate(best, split) for split in task.splits}
     write_json(run_dir / METRICS, metrics)
@@ -135,7 +161,16 @@ def load_best(task, path):
     tau (the second-order LSTM report evaluates "arbitrarily low").
     """
     model = task.build_model(stateful=False)
-    model.load_weights(path)
+    if not Path(path).exists():
+        raise RunError(f"{str(path)!r} does not exist; expected a trained model.")
+    try:
+        model.load_weights(path)
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RunError(
+            f"{str(path)!r} cannot be read ({reason}); expected a .keras file "
+            "written by python -m training.train (train the run again)."
+        ) from None
     temperature = task.recipe["train"]["eval_temperature"]
     if temperature is not None:
         zoo.set_temperature(model, temperature)
@@ -144,7 +179,14 @@ def load_best(task, path):
 
 def load_vocabulary(run_dir):
     """The `Vocabulary` a run directory saved."""
-    return Vocabulary.from_json((Path(run_dir) / VOCABULARY).read_text())
+    path = Path(run_dir) / VOCABULARY
+    try:
+        return Vocabulary.from_json(path.read_text())
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        raise RunError(
+            f"{str(path)!r} cannot be read ({type(error).__name__}: {error}); "
+            "expected the vocabulary python -m training.train wrote."
+        ) from None
 
 
 def load_run(run_dir):

@@ -52,6 +52,7 @@ class Task:
 
     monitor = "val_loss"
     head = "language_model"
+    end_id = None  # the id that ends a generated string, if the task has one
     splits = ("valid", "test")
 
     def __init__(self, recipe, vocabulary=None):
@@ -142,6 +143,7 @@ class DyckTask(Task):
         self.k, self.m = recipe["task"]["k"], recipe["task"]["m"]
         super().__init__(recipe, vocabulary)
         self.start_id = dyck.START_ID
+        self.end_id = dyck.END_ID
 
     def own_vocabulary(self):
         return Vocabulary(dyck.token_names(self.k), unk_token=None)

@@ -30,20 +30,23 @@ def main(argv=None):
     parser.add_argument("--scale", default="small", choices=recipes.SCALES)
     parser.add_argument("--run-dir", default=None)
     parser.add_argument("--no-export", action="store_true")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may follow options
     try:
         recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
         run_dir = Path(args.run_dir or f"runs/{args.recipe}-{args.scale}")
         verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
         metrics = runs.train_run(recipe, run_dir, verbose=verbose)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     task = make_task(recipe, vocabulary=runs.load_vocabulary(run_dir))
     for split, values in metrics.items():
         print(task.report(values, split))
     print(f"run directory: {run_dir}")
     if not args.no_export:
-        path = export_run(run_dir, run_dir / "saved_model")
+        try:
+            path = export_run(run_dir, run_dir / "saved_model")
+        except (ValueError, OSError) as error:
+            parser.exit(2, f"{parser.prog}: error: {error}\n")
         print(f"SavedModel: {path}")
     return 0
 

@@ -333,6 +333,35 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             )
         return count
 
+    def check_budget_feasible(self):
+        """A one-line `ValueError` if no searched cell fits `param_budget`.
+
+        The smallest model of each cell (units=1, the fewest layers) is
+        counted: when every one of them is already further above the budget
+        than `budget_tolerance`, no trial can succeed.
+        """
+        budget = self.param_budget
+        if budget is None:
+            return
+        smallest = {}
+        for cell in self.cells:
+            recipe = copy.deepcopy(self.recipe)
+            options = recipe["model"]["options"]
+            recipe["model"].update(
+                cell=cell,
+                units=1,
+                num_layers=min(self.num_layers),
+                options={k: v for k, v in options.items() if k in cell_options(cell)},
+            )
+            smallest[cell] = self.count_parameters(recipe)
+        if min(smallest.values()) > (1 + self.budget_tolerance) * budget:
+            counts = ", ".join(f"{cell} {n:,}" for cell, n in smallest.items())
+            raise ValueError(
+                f"The parameter budget {budget:,} is below the smallest model of "
+                f"every searched cell (units=1: {counts}); expected a larger "
+                "budget."
+            )
+
     def _trial_task(self, recipe):
         return self.task.with_recipe(recipe)
 

@@ -38,6 +38,10 @@ TUNERS = {
     "hyperband": keras_tuner.Hyperband,
 }
 BEST_RECIPE, SUMMARY = "best_recipe.toml", "summary.txt"
+# Written into every project of `main`: its settings, which mark the folder as
+# a search of ours (only such a folder is deleted by --overwrite) and which a
+# resumed search must repeat.
+SETTINGS = "zoo_search.json"
 ZERO_SEED = 2**31 - 1  # what seed 0 is passed as (see `make_tuner`)
 
 
@@ -297,6 +301,69 @@ def build_parser():
     return parser
 
 
+def search_settings(args, recipe, hypermodel):
+    """What a resumed search must repeat: the recipe and the search space."""
+    settings = {
+        "recipe": recipe,
+        "tuner": args.tuner,
+        "cells": hypermodel.cells,
+        "units": hypermodel.units,
+        "num_layers": hypermodel.num_layers,
+        "learning_rate": hypermodel.learning_rate,
+        "dropout": hypermodel.dropout,
+        "options": hypermodel.cell_option_choices,
+        "param_budget": hypermodel.param_budget,
+        "seed": args.seed,
+        "executions_per_trial": args.executions_per_trial,
+    }
+    return json.loads(json.dumps(settings))  # tuples as lists, as read back
+
+
+def check_project(directory, project_name, settings, overwrite):
+    """Returns the project folder; a one-line `ValueError` unless it is safe.
+
+    The folder must lie inside `directory`. An existing, non-empty one must
+    hold `SETTINGS` (a search of ours) to be resumed or, with `overwrite`,
+    deleted; a resumed one must have been made with the same `settings`.
+    """
+    directory = Path(directory)
+    project_dir = directory / project_name
+    inside = directory.resolve()
+    if inside not in project_dir.resolve().parents:
+        raise ValueError(
+            f"--project-name {project_name!r} is not a folder inside --directory "
+            f"{str(directory)!r}; expected a plain folder name."
+        )
+    if project_dir.exists() and not project_dir.is_dir():
+        raise ValueError(f"Project {str(project_dir)!r} is a file; expected a folder.")
+    if not project_dir.is_dir() or not any(project_dir.iterdir()):
+        return project_dir
+    marker = project_dir / SETTINGS
+    if not marker.is_file():
+        raise ValueError(
+            f"{str(project_dir)!r} is not a search of python -m tuning.search (it "
+            f"has no {SETTINGS}); expected a new or empty --project-name, which "
+            "--overwrite never deletes."
+        )
+    if overwrite:
+        return project_dir
+    try:
+        saved = json.loads(marker.read_text())
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError(
+            f"{str(marker)!r} is not valid JSON; expected the settings "
+            "python -m tuning.search wrote (or --overwrite)."
+        ) from None
+    differ = sorted(k for k in {*saved, *settings} if saved.get(k) != settings.get(k))
+    if differ:
+        raise ValueError(
+            f"Search {str(project_dir)!r} was made with other settings "
+            f"({', '.join(differ)} differ); expected the same command to resume "
+            "it, --overwrite, or a new --project-name."
+        )
+    return project_dir
+
+
 def is_worker():
     """Whether this process is a worker of a distributed search (not its chief)."""
     return "KERASTUNER_ORACLE_IP" in os.environ and "chief" not in os.environ.get(
@@ -306,7 +373,7 @@ def is_worker():
 
 def main(argv=None):
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may follow options
     worker = is_worker()
     if worker and args.overwrite:
         parser.exit(
@@ -333,6 +400,12 @@ def main(argv=None):
             param_budget=args.param_budget,
             **_parse_options(args.option),
         )
+        settings = search_settings(args, recipe, hypermodel)
+        if not worker:  # a worker joins the chief's project
+            project_dir = check_project(
+                args.directory, project_name, settings, args.overwrite
+            )
+        hypermodel.check_budget_feasible()
         tuner = make_tuner(
             hypermodel,
             args.tuner,
@@ -344,7 +417,10 @@ def main(argv=None):
             executions_per_trial=args.executions_per_trial,
             max_consecutive_failed_trials=args.max_consecutive_failed_trials,
         )
-    except ValueError as error:
+        if not worker:
+            project_dir.mkdir(parents=True, exist_ok=True)
+            (project_dir / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
+    except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
 
     import tensorflow as tf

@@ -6,8 +6,10 @@ import textwrap
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
+from tests.training.tiny import tiny_recipe
 from training import runs
 from training.data import dyck
 from training.export import export_run
@@ -79,3 +81,26 @@ def test_export_cli_needs_no_data(language_model_run, tmp_path):
     assert loaded.serve_text(tf.constant(["the cat"]))["lengths"].numpy().tolist() == [
         3
     ]
+
+
+@pytest.mark.parametrize("kind", ["language_model", "recognition"])
+def test_serve_text_takes_an_empty_batch(kind, tmp_path, language_model_run):
+    run_dir = language_model_run
+    if kind == "recognition":
+        run_dir = tmp_path / "run"
+        runs.train_run(tiny_recipe(kind, extra=["train.epochs=1"]), run_dir)
+    saved = export_run(run_dir, tmp_path / "saved")
+    loaded = tf.saved_model.load(str(saved))
+    empty = loaded.serve_text(tf.constant([], tf.string))
+    assert all(value.shape[0] == 0 for value in empty.values())
+    one = loaded.serve_text(tf.constant([""]))
+    assert all(value.shape[0] == 1 for value in one.values())
+
+
+def test_export_replaces_only_an_earlier_export(dyck_run, tmp_path):
+    out = tmp_path / "out"
+    export_run(dyck_run, out)
+    (out / "stale.txt").write_text("from before\n")
+    export_run(dyck_run, out)  # an earlier export of ours: replaced whole
+    assert (out / "saved_model.pb").exists() and not (out / "stale.txt").exists()
+    assert not (tmp_path / "out.partial").exists()

@@ -49,3 +49,11 @@ def test_generate_cli_needs_no_data(language_model_run):
 def test_bad_arguments(language_model_run, arguments, message):
     with pytest.raises(ValueError, match=message):
         generate(language_model_run, **{"prompt": "the", "length": 3, **arguments})
+
+
+def test_dyck_generation_stops_at_end(dyck_run):
+    # At temperature 5 END is drawn early; nothing may follow it.
+    for seed in range(3):
+        tokens = generate(dyck_run, "(a", 200, temperature=5.0, seed=seed).split()
+        assert "END" in tokens, tokens
+        assert tokens.index("END") == len(tokens) - 1, tokens

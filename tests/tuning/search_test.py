@@ -119,10 +119,12 @@ def test_budgeted_search_keeps_every_trial_within_five_percent(tmp_path):
 
 
 def test_unreachable_budget_is_a_failed_trial_not_a_crash(tmp_path, capsys):
-    assert run(tmp_path, "--max-trials", "1", "--param-budget", "50") == 1
+    # 140 lies between the LSTM's counts at units 1 and 2 (110, 165; 122, 205
+    # with two layers), more than 5% from each: every trial fails.
+    assert run(tmp_path, "--max-trials", "1", "--param-budget", "140") == 1
     (trial,) = trials(tmp_path / "tiny").values()
     assert trial["status"] == "FAILED"
-    assert "parameter budget 50" in trial["message"]
+    assert "parameter budget 140" in trial["message"]
     output = capsys.readouterr().out
     assert "| 0     | failed" in output
     assert "No trial completed" in output
@@ -187,7 +189,7 @@ def test_worker_refuses_overwrite(tmp_path, capsys, monkeypatch):
 
 def test_same_seed_draws_the_same_trials(tmp_path):
     # An unreachable budget fails each trial before training: a fast search.
-    arguments = ["--max-trials", "2", "--param-budget", "50"]
+    arguments = ["--max-trials", "2", "--param-budget", "140"]
     for name in ("first", "second"):
         run(tmp_path / name, *arguments, "--max-consecutive-failed-trials", "5")
     first, second = (trials(tmp_path / name / "tiny") for name in ("first", "second"))

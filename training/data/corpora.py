@@ -8,6 +8,9 @@ corpus.add_eos)`.
 Where files are looked for, in order:
     1. `data_dir` (argument), in `data_dir/<folder>/` and then `data_dir/`;
     2. the environment variable `ZOO_DATA_DIR`, the same way;
+       a local file whose sha256 is known (PTB, WikiText-2, Tiny Shakespeare)
+       must match it, unless `ZOO_ACCEPT_MODIFIED_DATA=1` accepts a
+       deliberately modified copy;
     3. otherwise the canonical public copy is downloaded with
        `keras.utils.get_file` into Keras's cache (`~/.keras/datasets`) and
        checked against a sha256 (of the file, or of the extracted members when
@@ -31,6 +34,8 @@ import zipfile
 from pathlib import Path
 
 ENV_VAR = "ZOO_DATA_DIR"
+# Set to 1 to read local corpus files whose sha256 differs from the known one.
+ACCEPT_MODIFIED_VAR = "ZOO_ACCEPT_MODIFIED_DATA"
 
 
 @dataclasses.dataclass
@@ -181,9 +186,34 @@ def _download(folder, filename):
     raise FileNotFoundError(f"{filename} not found in the {folder} archive from {url}")
 
 
+def known_sha256(folder, filename):
+    """The sha256 of the canonical `folder/filename`, or `None` if unknown."""
+    source = SOURCES.get(folder)
+    if source is None:
+        return None
+    if filename in source["members"]:
+        return source["members"][filename]
+    if source["url"].rsplit("/", 1)[-1] == filename:
+        return source["sha256"]
+    return None
+
+
+def check_local(folder, filename, path):
+    """A one-line `ValueError` if `path` is not the known `folder/filename`."""
+    expected = known_sha256(folder, filename)
+    if expected is None or os.environ.get(ACCEPT_MODIFIED_VAR) == "1":
+        return
+    if _sha256(path) != expected:
+        raise ValueError(
+            f"{path}: sha256 differs from the known {folder} file; expected "
+            f"{expected} (set {ACCEPT_MODIFIED_VAR}=1 to use a modified copy)"
+        )
+
+
 def _locate(folder, filename, data_dir, download=True):
     local = _find_local(folder, filename, data_dir)
     if local is not None:
+        check_local(folder, filename, local)
         return local
     if not download:
         searched = ", ".join(str(d) for d in _data_dirs(data_dir)) or "no data_dir"

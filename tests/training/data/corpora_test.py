@@ -186,3 +186,21 @@ def test_cut_lines_keeps_the_first_symbols_of_every_line():
     assert corpora.cut_lines("a b c d\ne f\n", 3, "word") == "a b c\ne f\n"
     assert corpora.cut_lines("abcdef\nxy", 4, "char") == "abcd\nxy"
     assert corpora.cut_lines(b"abcdef\nxy", 2, "byte") == b"ab\nxy"
+
+
+def test_local_files_are_checked_against_known_hashes(tmp_path, monkeypatch):
+    folder = tmp_path / "ptb"
+    folder.mkdir()
+    for split in ("train", "valid", "test"):
+        (folder / f"ptb.{split}.txt").write_text(" the cat sat \n")
+    monkeypatch.delenv(corpora.ACCEPT_MODIFIED_VAR, raising=False)
+    with pytest.raises(ValueError, match=r"ptb.train.txt: sha256 differs.*=1 to use"):
+        corpora.load_ptb("word", data_dir=tmp_path, download=False)
+    monkeypatch.setenv(corpora.ACCEPT_MODIFIED_VAR, "1")
+    assert corpora.load_ptb("word", data_dir=tmp_path, download=False).train
+
+
+@pytest.mark.skipif(not (SHARED / "ptb").is_dir(), reason="no PTB copy")
+def test_the_canonical_files_match_their_hashes():
+    for name in ("ptb.valid.txt", "ptb.char.valid.txt"):
+        corpora.check_local("ptb", name, SHARED / "ptb" / name)

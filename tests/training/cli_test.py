@@ -1,0 +1,169 @@
+"""Every CLI refuses bad input with one line on stderr, exit status 2, no
+traceback, and writes nothing (issue 11)."""
+
+import hashlib
+import json
+import shutil
+
+import pytest
+
+from tests.training.tiny import TINY, tiny_recipe
+from training import evaluate, export, generate, recipes, reproduce, runs, train
+from training.callbacks import RunBackup
+from tuning import search
+
+CLIS = {
+    "train": train.main,
+    "evaluate": evaluate.main,
+    "export": export.main,
+    "generate": generate.main,
+    "search": search.main,
+    "reproduce": reproduce.main,
+}
+DYCK = ["dyck2_mlstm", *TINY["dyck"]]  # the recipe of the `dyck_run` fixture
+SEARCH = ["--recipe", "tiny_dyck_lstm", "--units", "4", "--verbose", "0"]
+
+
+@pytest.fixture(scope="module")
+def other_runs(tmp_path_factory):
+    """Finished tiny runs of a Dyck-RNN and a recognizer, and a tiny search."""
+    folder = tmp_path_factory.mktemp("other_runs")
+    for kind in ("closing_bracket", "recognition"):
+        runs.train_run(tiny_recipe(kind), folder / kind)
+    searches = folder / "searches"
+    argv = [*SEARCH, "--directory", str(searches), "--project-name", "tiny"]
+    assert search.main([*argv, "--max-trials", "1"]) == 0
+    return folder
+
+
+@pytest.fixture
+def world(tmp_path, dyck_run, other_runs):
+    """The paths the cases name: runs, broken copies, files and folders."""
+    paths = {"tmp": tmp_path, "file": tmp_path / "file.txt"}
+    paths["file"].write_text("not a folder\n")
+    for name in ("dyck", "truncated", "badrecipe", "badvocab", "badbackup"):
+        paths[name] = tmp_path / name
+        shutil.copytree(dyck_run, paths[name])
+    best = paths["truncated"] / runs.BEST
+    best.write_bytes(best.read_bytes()[:1000])
+    (paths["badrecipe"] / runs.RECIPE).write_text('{"task": ')
+    (paths["badvocab"] / runs.VOCABULARY).write_text("[1, 2")
+    backup = paths["badbackup"] / runs.BACKUP
+    backup.mkdir()
+    (backup / "epoch-1.weights.h5").write_bytes(b"\0" * 64)
+    metadata = {"epoch": 1, "weights": "epoch-1.weights.h5", "callbacks": []}
+    metadata["log_size"] = (paths["badbackup"] / runs.LOG).stat().st_size
+    (backup / "training_metadata.json").write_text(json.dumps(metadata))
+    paths["foreign"] = tmp_path / "work" / "mydata"
+    paths["foreign"].mkdir(parents=True)
+    (paths["foreign"] / "notes.txt").write_text("mine\n")
+    paths["bracket"] = other_runs / "closing_bracket"
+    paths["recognizer"] = other_runs / "recognition"
+    paths["searches"] = other_runs / "searches"
+    return paths
+
+
+def snapshot(*roots):
+    """Every path under `roots` with the sha256 of each file's content."""
+    return {
+        str(path): path.is_dir() or hashlib.sha256(path.read_bytes()).hexdigest()
+        for root in roots
+        for path in sorted(root.rglob("*"))
+    }
+
+
+CASES = [
+    # training.train
+    ("train", ["nope"], "Unknown recipe 'nope'"),
+    ("train", ["tiny_dyck_lstm", "train.nope=1"], "Unknown recipe key 'train.nope'"),
+    ("train", ["tiny_dyck_lstm", "train.epochs=x"], "must be of type int"),
+    ("train", ["tiny_dyck_lstm", "--scale", "small", "train.nope=1"], "train.nope"),
+    ("train", ["tiny_dyck_lstm", "train.learning_rate=NaN"], "must be a finite"),
+    ("train", ["tiny_dyck_lstm", "train.learning_rate=-0.1"], "must be > 0"),
+    ("train", ["tiny_dyck_lstm", "train.batch_size=0"], "batch_size must be >= 1"),
+    ("train", ["tiny_dyck_lstm", "train.epochs=0"], "epochs must be >= 1"),
+    ("train", ["tiny_dyck_lstm", "train.epochs=-1"], "epochs must be >= 1"),
+    ("train", ["tiny_dyck_lstm", "--run-dir", "{file}"], "is a file"),
+    ("train", ["tiny_dyck_lstm", "--run-dir", "{dyck}"], "holds a different recipe"),
+    ("train", [*DYCK, "--run-dir", "{badbackup}"], "Backup weights"),
+    (
+        "train",
+        ["ptb_word_lstm", "task.corpus=file:{tmp}/none.txt", "--run-dir", "{tmp}/r"],
+        "no such file",
+    ),
+    # training.evaluate
+    ("evaluate", ["{tmp}/none"], "does not exist"),
+    ("evaluate", ["{truncated}"], "best.keras' cannot be read"),
+    ("evaluate", ["{badrecipe}"], "recipe.json' is not valid JSON"),
+    ("evaluate", ["{badvocab}"], "vocabulary.json' cannot be read"),
+    ("evaluate", ["{dyck}", "--split", "nope"], "Unknown split 'nope'"),
+    # training.export
+    ("export", ["{truncated}", "{tmp}/out"], "best.keras' cannot be read"),
+    ("export", ["{dyck}", "{file}"], "is a file"),
+    ("export", ["{dyck}", "{foreign}"], "not an earlier export"),
+    # training.generate
+    ("generate", ["{bracket}", "--prompt", "(a"], "closing_bracket model"),
+    ("generate", ["{recognizer}", "--prompt", "(a"], "recognizer model"),
+    ("generate", ["{truncated}", "--prompt", "(a"], "best.keras' cannot be read"),
+    ("generate", ["{dyck}", "--prompt", "(a", "--length", "-1"], "`length` must"),
+    # tuning.search
+    ("search", [*SEARCH, "--directory", "{tmp}/work", "--project-name", "mydata",
+                "--overwrite"], "is not a search of python -m tuning.search"),
+    ("search", [*SEARCH, "--directory", "{tmp}/work", "--project-name", ".",
+                "--overwrite"], "is not a folder inside --directory"),
+    ("search", [*SEARCH, "--directory", "{tmp}/work", "--project-name", "../x"],
+     "is not a folder inside --directory"),
+    ("search", [*SEARCH, "--directory", "{searches}", "--project-name", "tiny",
+                "--cells", "gru", "--max-trials", "3"], "cells differ"),
+    ("search", [*SEARCH, "--directory", "{searches}", "--project-name", "tiny",
+                "train.learning_rate=0.05"], "recipe differ"),
+    ("search", [*SEARCH, "--directory", "{tmp}/s", "--param-budget", "50"],
+     "below the smallest model"),
+    ("search", [*SEARCH, "--directory", "{tmp}/s", "--max-trials", "0"],
+     "`max_trials` must be"),
+    ("search", [*SEARCH, "--directory", "{tmp}/s", "--cells", "nope"], "Unknown cell"),
+    ("search", [*SEARCH, "--directory", "{tmp}/s", "--max-trials", "1",
+                "train.nope=1"], "train.nope"),
+    # training.reproduce (takes no overrides)
+    ("reproduce", ["nope", "--out", "{tmp}/o"], "nope"),
+    ("reproduce", ["mm_dyck", "--jobs", "0", "--out", "{tmp}/o"], "--jobs must be"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "cli, argv, message", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_bad_input_is_one_line_exit_2_nothing_written(
+    world, capsys, cli, argv, message
+):
+    argv = [item.format(**world) for item in argv]
+    before = snapshot(world["tmp"], world["searches"])
+    with pytest.raises(SystemExit) as exit_info:
+        CLIS[cli](argv)
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2, error
+    assert message in error
+    assert len(error.strip().splitlines()) == 1, error
+    assert "Traceback" not in error
+    assert snapshot(world["tmp"], world["searches"]) == before
+
+
+def test_unreadable_backup_is_found_before_anything_is_written(world):
+    assert RunBackup.read_metadata(world["dyck"] / runs.BACKUP) is None
+    with pytest.raises(ValueError, match="not an HDF5 file"):
+        RunBackup.read_metadata(world["badbackup"] / runs.BACKUP)
+
+
+def test_diverged_run_exits_2_and_exports_nothing(tmp_path, capsys, monkeypatch):
+    # A NaN learning rate, let past the recipe check, makes the loss NaN in
+    # the first batch: TerminateOnNaN stops the run.
+    monkeypatch.setattr(recipes, "_check_values", lambda recipe: None)
+    run_dir = tmp_path / "run"
+    argv = ["tiny_dyck_lstm", "train.learning_rate=NaN"]
+    with pytest.raises(SystemExit) as exit_info:
+        train.main([*argv, "--run-dir", str(run_dir)])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "Training diverged" in error and len(error.strip().splitlines()) == 1
+    assert not (run_dir / runs.METRICS).exists()
+    assert not (run_dir / "saved_model").exists()

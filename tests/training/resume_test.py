@@ -1,0 +1,122 @@
+"""A run SIGKILLed anywhere resumes to exactly the files of an uninterrupted run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from training import recipes, runs
+
+ROOT = Path(__file__).resolve().parents[2]
+# With these the validation loss goes up in epoch 1 (1.165, 1.218, 0.942), so
+# a resume that forgot ModelCheckpoint's best or EarlyStopping's counter would
+# save epoch 1 as the best model or train on. (max_steps_per_epoch=null: with
+# it, the batches of an epoch depend on where the last one stopped reading.)
+OVERRIDES = [
+    "train.max_steps_per_epoch=null",
+    "train.learning_rate=2.0",
+    "train.clipnorm=100.0",
+    "train.seed=2",
+]
+
+# Trains the recipe in RUN_DIR and SIGKILLs itself at a point: "batch E" at
+# the end of the first batch of epoch E, "backup E" halfway through writing
+# the backup weights at the end of epoch E.
+DRIVER = """
+import os, signal, sys
+import keras
+from training import recipes, runs
+
+run_dir, where, epoch = sys.argv[1], sys.argv[2], int(sys.argv[3])
+recipe = recipes.resolve("tiny_dyck_lstm", "small", sys.argv[4:])
+
+def kill():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+class KillInEpoch(keras.callbacks.Callback):
+    def on_epoch_begin(self, index, logs=None):
+        self.epoch = index
+
+    def on_train_batch_end(self, batch, logs=None):
+        if where == "batch" and self.epoch == epoch:
+            kill()
+
+save_weights = keras.Model.save_weights
+
+def save_half_then_die(model, path, *args, **kwargs):
+    save_weights(model, path, *args, **kwargs)
+    if where == "backup" and "backup" in str(path) and callback.epoch == epoch:
+        size = os.path.getsize(path)
+        with open(path, "r+b") as file:
+            file.truncate(size // 2)
+        kill()
+
+keras.Model.save_weights = save_half_then_die
+callback = KillInEpoch()
+runs.train_run(recipe, run_dir, callbacks=[callback])
+raise SystemExit("not killed")
+"""
+
+
+def killed_run(run_dir, where, epoch, overrides):
+    result = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(run_dir), where, str(epoch), *overrides],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == -signal.SIGKILL, result.stderr[-2000:]
+
+
+def assert_same_run(run_dir, clean_dir):
+    for name in (runs.METRICS, runs.LOG, runs.RECIPE):
+        assert (run_dir / name).read_text() == (clean_dir / name).read_text(), name
+    resumed = runs.load_run(run_dir).model.get_weights()
+    clean = runs.load_run(clean_dir).model.get_weights()
+    for got, expected in zip(resumed, clean, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    assert not (run_dir / runs.BACKUP).exists()
+
+
+def test_resume_after_kills_matches_uninterrupted_run(tmp_path):
+    overrides = [*OVERRIDES, "train.epochs=3"]
+    recipe = recipes.resolve("tiny_dyck_lstm", "small", overrides)
+    runs.train_run(recipe, tmp_path / "clean")
+    run_dir = tmp_path / "killed"
+    # the first epoch, writing the first backup, a middle epoch, the last one
+    for where, epoch in (("batch", 0), ("backup", 0), ("batch", 1), ("batch", 2)):
+        killed_run(run_dir, where, epoch, overrides)
+    runs.train_run(recipe, run_dir)
+    assert_same_run(run_dir, tmp_path / "clean")
+
+
+def test_resume_keeps_checkpoint_and_early_stopping_state(tmp_path):
+    # Epoch 1 is worse than epoch 0: the clean run keeps epoch 0's model and
+    # stops (patience 1); a resume in epoch 1 must do the same.
+    overrides = [*OVERRIDES, "train.epochs=3", "train.early_stopping_patience=1"]
+    recipe = recipes.resolve("tiny_dyck_lstm", "small", overrides)
+    runs.train_run(recipe, tmp_path / "clean")
+    assert len((tmp_path / "clean" / runs.LOG).read_text().splitlines()) == 3
+    run_dir = tmp_path / "killed"
+    killed_run(run_dir, "batch", 1, overrides)
+    runs.train_run(recipe, run_dir)
+    assert_same_run(run_dir, tmp_path / "clean")
+
+
+@pytest.mark.parametrize("content", [b"", b"not hdf5"])
+def test_unreadable_backup_is_one_line(tmp_path, content):
+    recipe = recipes.resolve("tiny_dyck_lstm", "small", ["train.epochs=2"])
+    backup = tmp_path / runs.BACKUP
+    backup.mkdir()
+    (backup / "epoch-1.weights.h5").write_bytes(content)
+    (backup / "training_metadata.json").write_text(
+        json.dumps({"epoch": 1, "weights": "epoch-1.weights.h5", "callbacks": []})
+    )
+    with pytest.raises(ValueError, match=r"^Backup weights .* cannot be read .*afresh"):
+        runs.train_run(recipe, tmp_path)
