@@ -14,6 +14,7 @@ A run directory holds `recipe.json` (the resolved recipe, seed included),
 
 import collections
 import json
+import tempfile
 from pathlib import Path
 
 import keras
@@ -85,8 +86,11 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     evaluates the best model on every split of the task and writes
     `metrics.json`. A run directory that already holds this recipe resumes
     from its backup (a finished run is trained again from the start); one
-    that holds another recipe is a `RunError`. Prints nothing but Keras's
-    progress at `verbose`.
+    that holds another recipe is a `RunError`. The model is built and fitted
+    in the scope of `training.fitting.distribution_strategy` (`train.distribute`);
+    in a multi-worker run only the chief writes `run_dir`, the other workers
+    train in temporary directories and return their (equal) metrics. Prints
+    nothing but Keras's progress at `verbose`.
 
     Args:
         recipe: A recipe from `training.recipes.resolve`.
@@ -99,7 +103,16 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         `metrics.json`; `make_task(recipe).report(metrics[split], split)`
         formats one.
     """
-    run_dir = Path(run_dir)
+    strategy = fitting.distribution_strategy(recipe["train"])  # before other ops
+    if fitting.is_chief(recipe["train"]):
+        return _train_in(recipe, Path(run_dir), strategy, verbose, callbacks)
+    # A multi-worker run's other workers write to a temporary directory of their
+    # own, as the tf.distribute guide prescribes; only the chief's is kept.
+    with tempfile.TemporaryDirectory(prefix="zoo-worker-") as scratch:
+        return _train_in(recipe, Path(scratch), strategy, verbose, callbacks)
+
+
+def _train_in(recipe, run_dir, strategy, verbose, callbacks):
     run_dir.mkdir(parents=True, exist_ok=True)
     recipe_path = run_dir / RECIPE
     if recipe_path.exists() and read_json(recipe_path) != recipe:
@@ -115,13 +128,14 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
 
     task = make_task(recipe)
     (run_dir / VOCABULARY).write_text(task.vocabulary.to_json())
-    model = task.build_model()
-    fitting.fit(
-        model,
-        task,
-        callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
-        verbose=verbose,
-    )
+    with strategy.scope():
+        model = task.build_model()
+        fitting.fit(
+            model,
+            task,
+            callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
+            verbose=verbose,
+        )
     best = load_best(task, run_dir / BEST)
     metrics = {split: task.evaluate(best, split) for split in task.splits}
     write_json(run_dir / METRICS, metrics)
