@@ -4,15 +4,17 @@ Each run is a subprocess (`tests.training.replicas`), since logical devices
 must be configured before TensorFlow first uses one.
 """
 
+import csv
 import json
 import os
+import socket
 import subprocess
 import sys
 
 import pytest
 
 from tests.training.tiny import tiny_recipe
-from training import recipes
+from training import recipes, runs
 
 # Two replicas sum their gradients in another order than one device does.
 TOLERANCE = 1e-3
@@ -107,3 +109,67 @@ def test_stateful_under_a_strategy_is_refused_in_one_line():
 def test_unknown_distribute_is_refused_in_one_line():
     with pytest.raises(recipes.RecipeError, match="Unknown train.distribute 'tpu'"):
         recipes.resolve("dyck2_lstm", "small", ["train.distribute=tpu"])
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("localhost", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def log_loss(run_dir):
+    with (run_dir / runs.LOG).open() as log:
+        return float(list(csv.DictReader(log))[-1]["loss"])
+
+
+def test_two_workers_write_one_run_and_match_one_process(tmp_path):
+    env = {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "TF_NUM_INTRAOP_THREADS": "1",
+        "TF_NUM_INTEROP_THREADS": "1",
+    }
+    train = [sys.executable, "-m", "training.train", "tiny_dyck_lstm"]
+    cluster = {"worker": [f"localhost:{port}" for port in free_ports(2)]}
+    workers = [
+        subprocess.Popen(
+            [
+                *train,
+                "train.distribute=multi_worker",
+                "--run-dir",
+                str(tmp_path / "mw"),
+            ],
+            env={
+                **env,
+                "TF_CONFIG": json.dumps(
+                    {"cluster": cluster, "task": {"type": "worker", "index": index}}
+                ),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for index in range(2)
+    ]
+    single = subprocess.run(
+        [*train, "--no-export", "--run-dir", str(tmp_path / "single")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    outputs = [worker.communicate(timeout=500)[0] for worker in workers]
+    assert single.returncode == 0, single.stderr[-3000:]
+    for worker, output in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, output[-3000:]
+    assert "run directory:" in outputs[0]  # worker 0 is the chief
+    assert "the chief wrote the run directory" in outputs[1]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mw", "single"]
+    assert (tmp_path / "mw" / runs.METRICS).exists()
+    assert log_loss(tmp_path / "mw") == pytest.approx(
+        log_loss(tmp_path / "single"), rel=TOLERANCE
+    )
