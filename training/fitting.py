@@ -166,7 +166,10 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
     epoch-keyed shuffle's) and `task.validation_data()`; with
     `train.max_steps_per_epoch` the training data repeat and each epoch is
     that many steps. The callbacks are `callbacks`, the data's, then the
-    recipe's (`schedule_callbacks`).
+    recipe's (`schedule_callbacks`). With `train.distribute` other than
+    `"none"` the model must have been built in `distribution_strategy(train)
+    .scope()`; it is compiled there (under `"multi_worker"` as a
+    `MultiWorkerModel`) and `model.fit` splits each global batch.
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
