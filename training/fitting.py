@@ -7,7 +7,11 @@ and `model.fit` called, for `training.runs.train_run` (and so
 scope or a precision policy belongs here.
 """
 
+import json
+import os
+
 import keras
+import tensorflow as tf
 
 import zoo
 from training.callbacks import RunBackup, StopBelowLoss, TemperatureAnnealing
@@ -23,6 +27,90 @@ DATA_ARGUMENTS = (
     "shuffle",
     "sample_weight",
 )
+
+
+def distribution_strategy(train):
+    """The `tf.distribute` strategy of `train.distribute`; build and fit in its scope.
+
+    - `"none"`: the default strategy (one device);
+    - `"mirrored"`: `MirroredStrategy` over this host's GPUs or, without one,
+      over its logical CPU devices (`tf.config.set_logical_device_configuration`);
+    - `"multi_worker"`: `MultiWorkerMirroredStrategy` over the workers of the
+      `TF_CONFIG` environment variable (create it before any other TF op).
+
+    `train.batch_size` is the global batch, split evenly across replicas.
+    """
+    if train["distribute"] == "mirrored":
+        devices = tf.config.list_logical_devices("GPU") or (
+            tf.config.list_logical_devices("CPU")
+        )
+        return tf.distribute.MirroredStrategy([device.name for device in devices])
+    if train["distribute"] == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            raise ValueError(
+                "train.distribute='multi_worker' reads the cluster from TF_CONFIG; "
+                "expected that environment variable set on every worker."
+            )
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    return tf.distribute.get_strategy()
+
+
+def is_chief(train):
+    """Whether this process writes the run directory.
+
+    It does unless `train.distribute` is `"multi_worker"` and `TF_CONFIG`
+    names it a worker other than worker 0 of a cluster without a chief.
+    """
+    if train["distribute"] != "multi_worker":
+        return True
+    config = json.loads(os.environ.get("TF_CONFIG", "{}"))
+    task = config.get("task", {})
+    kind, index = task.get("type", "chief"), task.get("index", 0)
+    has_chief = "chief" in config.get("cluster", {})
+    return kind == "chief" or (kind == "worker" and index == 0 and not has_chief)
+
+
+class MultiWorkerModel(keras.Model):
+    """A functional model that `model.fit` under `MultiWorkerMirroredStrategy` runs.
+
+    Keras 3.15's trainer fails there in two places (keras-team/keras#20585);
+    each override below works around one and can go when Keras fixes it.
+    `fit` wraps the task's model in it (`MultiWorkerModel(model.inputs,
+    model.outputs)`, sharing the layers and so the weights).
+    """
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # keras-team/keras#20585: Keras passes the whole nested (x, y, weight)
+        # batch of PerReplica values to one `strategy.reduce`, which rejects
+        # it. The build needs only shapes and dtypes: use this worker's first
+        # replica's batch.
+        if iterator is not None:
+            for _, _, batches in iterator:
+                data_batch = keras.tree.map_structure(
+                    self._first_replica, next(batches)
+                )
+                break
+        super()._maybe_symbolic_build(data_batch=data_batch)
+
+    def _first_replica(self, value):
+        if isinstance(value, tf.distribute.DistributedValues):
+            return self.distribute_strategy.experimental_local_results(value)[0]
+        return value
+
+    def train_step(self, data):
+        # keras-team/keras#20585: Keras reduces each step's outputs across
+        # workers with `strategy.reduce("MEAN", value, axis=0)`, which fails on
+        # the scalar loss and metrics ("Invalid reduction dimension 0"). Give
+        # each a leading axis of one; the reduction's mean removes it.
+        return keras.tree.map_structure(_with_replica_axis, super().train_step(data))
+
+    def test_step(self, data):
+        # keras-team/keras#20585: as in `train_step`.
+        return keras.tree.map_structure(_with_replica_axis, super().test_step(data))
+
+
+def _with_replica_axis(value):
+    return tf.reshape(value, [1])
 
 
 def make_optimizer(train, steps_per_epoch):
@@ -79,7 +167,11 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
     `train.max_steps_per_epoch` the training data repeat and each epoch is
     that many steps. The callbacks are `callbacks`, the data's, then the
     recipe's (`schedule_callbacks`); a `training.callbacks.RunBackup` among
-    them runs last and saves the others' state with its backup.
+    them runs last and saves the others' state with its backup. With
+    `train.distribute` other than `"none"` the model must have been built in
+    `distribution_strategy(train).scope()`; it is compiled there (under
+    `"multi_worker"` as a `MultiWorkerModel`) and `model.fit` splits each
+    global batch.
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
@@ -101,16 +193,28 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
             f"{', '.join(DATA_ARGUMENTS)}, received {', '.join(refused)}."
         )
     train = task.recipe["train"]
+    strategy = model.distribute_strategy  # the one it was built under, or current
+    if train["distribute"] != "none" and strategy is tf.distribute.get_strategy():
+        if not tf.distribute.has_strategy():  # built and fitted with no strategy
+            raise ValueError(
+                f"train.distribute={train['distribute']!r} needs the model built "
+                "in fitting.distribution_strategy(train).scope(); received one "
+                "built outside any strategy."
+            )
     train_data, data_callbacks = task.train_data()
     steps = train["max_steps_per_epoch"]
     steps_per_epoch = int(train_data.cardinality()) if steps is None else steps
     if steps is not None:
         train_data = train_data.repeat()
-    model.compile(
-        optimizer=make_optimizer(train, steps_per_epoch),
-        **task.compile_arguments(),
-        jit_compile=zoo.default_jit_compile(),
-    )
+    if train["distribute"] == "multi_worker":  # keras-team/keras#20585
+        with strategy.scope():
+            model = MultiWorkerModel(model.inputs, model.outputs, name=model.name)
+    with strategy.scope():  # the optimizer's variables live where the model's do
+        model.compile(
+            optimizer=make_optimizer(train, steps_per_epoch),
+            **task.compile_arguments(),
+            jit_compile=zoo.default_jit_compile(),
+        )
     callbacks = [*callbacks, *data_callbacks, *schedule_callbacks(train, task.monitor)]
     backups = [c for c in callbacks if isinstance(c, RunBackup)]
     callbacks = [c for c in callbacks if not isinstance(c, RunBackup)]

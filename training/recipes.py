@@ -23,6 +23,9 @@ SCALES = ("small", "paper")
 # The task kinds (`training.tasks.TASKS` has a class for each).
 KINDS = ("dyck", "closing_bracket", "recognition", "language_model")
 STEP_LABELS = ("string", "prefix")
+# `train.distribute`: one device, `tf.distribute.MirroredStrategy` over this
+# host's devices, or `MultiWorkerMirroredStrategy` over the hosts of TF_CONFIG.
+DISTRIBUTE = ("none", "mirrored", "multi_worker")
 
 # Every key a recipe may set, with its default; `None` means "no default".
 DEFAULTS = {
@@ -73,6 +76,7 @@ DEFAULTS = {
         "stop_below_loss": None,  # stop once the validation loss is below it
         "stateful": False,
         "max_steps_per_epoch": None,
+        "distribute": "none",  # one of DISTRIBUTE; batch_size stays global
     },
 }
 
@@ -225,6 +229,18 @@ def check(recipe):
         raise RecipeError(
             "task.step_labels must be 'string' or 'prefix'; received "
             f"{task['step_labels']!r}."
+        )
+    if train["distribute"] not in DISTRIBUTE:
+        raise RecipeError(
+            f"Unknown train.distribute {train['distribute']!r}; expected one of: "
+            f"{', '.join(DISTRIBUTE)}."
+        )
+    if train["stateful"] and train["distribute"] != "none":
+        raise RecipeError(
+            "train.stateful carries each row's state into the next batch, which a "
+            "distribution strategy's batch split does not keep; expected "
+            "train.stateful=false (stateless windows) with train.distribute="
+            f"{train['distribute']!r}."
         )
     if train["stateful"] and kind != "language_model":
         raise RecipeError(

@@ -12,7 +12,8 @@ threads each (default 1). With `--shard I/N`, N processes sharing one
 `--out` (on one machine or on several over a shared file system) each take
 every N-th run; a run is locked while it trains, so two processes never train
 the same run, and whoever finds every run finished writes `OUT/TABLE.md` and
-`OUT/TABLE.json` (or run `--aggregate-only` at the end).
+`OUT/TABLE.json` once (shards finishing together take turns under a lock;
+or run `--aggregate-only` at the end).
 """
 
 import argparse
@@ -28,6 +29,7 @@ from training import recipes, reproduction, runs
 
 TIMING = "timing.json"
 LOCK = ".lock"
+AGGREGATE_LOCK = ".aggregate.lock"
 LOG = "train.log"
 
 
@@ -269,6 +271,7 @@ def main(argv=None):
     parser.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N")
     parser.add_argument("--aggregate-only", action="store_true")
     args = parser.parse_args(argv)
+    started = time.time()
     try:
         for name in ("jobs", "threads"):
             if getattr(args, name) < 1:
@@ -308,7 +311,16 @@ def main(argv=None):
         )
         return 1 if failed else 0
     out.mkdir(parents=True, exist_ok=True)
-    _, text = aggregate(table, planned, out)
+    # Shards that finish together take turns; one that finds the aggregate
+    # written since it started leaves it (the other saw every run finished).
+    with open(out / AGGREGATE_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        written = out / f"{table.name}.json"
+        if not args.aggregate_only and written.exists():
+            if written.stat().st_mtime >= started:
+                print(f"{written} already written by another shard")
+                return 0
+        _, text = aggregate(table, planned, out)
     print(text)
     print(f"written: {out / (table.name + '.md')}, {out / (table.name + '.json')}")
     return 0

@@ -15,6 +15,7 @@ A run directory holds `recipe.json` (the resolved recipe, seed included),
 import collections
 import json
 import math
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -93,8 +94,11 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     evaluates the best model on every split of the task and writes
     `metrics.json`. A run directory that already holds this recipe resumes
     from its backup (a finished run is trained again from the start); one
-    that holds another recipe is a `RunError`. Prints nothing but Keras's
-    progress at `verbose`.
+    that holds another recipe is a `RunError`. The model is built and fitted
+    in the scope of `training.fitting.distribution_strategy` (`train.distribute`);
+    in a multi-worker run only the chief writes `run_dir`, the other workers
+    train in temporary directories and return their (equal) metrics. Prints
+    nothing but Keras's progress at `verbose`.
 
     Args:
         recipe: A recipe from `training.recipes.resolve`.
@@ -112,6 +116,16 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         raise RunError(
             f"Run directory {str(run_dir)!r} is a file; expected a directory."
         )
+    strategy = fitting.distribution_strategy(recipe["train"])  # before other ops
+    if fitting.is_chief(recipe["train"]):
+        return _train_in(recipe, Path(run_dir), strategy, verbose, callbacks)
+    # A multi-worker run's other workers write to a temporary directory of their
+    # own, as the tf.distribute guide prescribes; only the chief's is kept.
+    with tempfile.TemporaryDirectory(prefix="zoo-worker-") as scratch:
+        return _train_in(recipe, Path(scratch), strategy, verbose, callbacks)
+
+
+def _train_in(recipe, run_dir, strategy, verbose, callbacks):
     recipe_path = run_dir / RECIPE
     if recipe_path.exists() and read_json(recipe_path) != recipe:
         raise RunError(
@@ -134,13 +148,14 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         with open(log, "r+b") as file:
             file.truncate(backup["log_size"] or 0)
     (run_dir / VOCABULARY).write_text(vocabulary)
-    model = task.build_model()
-    history = fitting.fit(
-        model,
-        task,
-        callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
-        verbose=verbose,
-    )
+    with strategy.scope():
+        model = task.build_model()
+        history = fitting.fit(
+            model,
+            task,
+            callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
+            verbose=verbose,
+        )
     losses = history.history.get("loss", [])
     if not all(math.isfinite(loss) for loss in losses):
         raise RunError(

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from training import recipes, runs
+from training import fitting, recipes, runs
 from training.export import export_run
 from training.tasks import make_task
 
@@ -38,6 +38,9 @@ def main(argv=None):
         metrics = runs.train_run(recipe, run_dir, verbose=verbose)
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    if not fitting.is_chief(recipe["train"]):
+        print("worker finished; the chief wrote the run directory")
+        return 0
     task = make_task(recipe, vocabulary=runs.load_vocabulary(run_dir))
     for split, values in metrics.items():
         print(task.report(values, split))

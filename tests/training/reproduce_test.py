@@ -208,3 +208,23 @@ def test_runs_resumes_after_a_kill_and_aggregates(tiny_table, tmp_path):
     assert wide["parameters"] > small["parameters"]
     assert "| small | 50.00 / 60.00 |" in (out / "tiny.md").read_text()
     assert output.count("seed") >= 3  # a line per finished run
+
+
+def test_two_shards_run_concurrently_and_aggregate_once(tiny_table, tmp_path):
+    out = tmp_path / "out"
+    shards = [_runner(tiny_table, out, "--shard", f"{i}/2") for i in range(2)]
+    outputs = [shard.communicate(timeout=600)[0] for shard in shards]
+    for shard, output in zip(shards, outputs, strict=True):
+        assert shard.returncode == 0, output
+        assert "4 runs (2 in this shard), 0 finished, 2 to train" in output
+        assert "trained by another process" not in output  # disjoint shares
+    assert sum("written: " in output for output in outputs) == 1
+    summary = json.loads((out / "tiny.json").read_text())
+    assert summary["missing"] == []
+    assert sorted((r["row"], r["seed"]) for r in summary["runs"]) == [
+        ("small", 0),
+        ("small", 1),
+        ("wide", 0),
+        ("wide", 1),
+    ]
+    assert "| small | 50.00 / 60.00 |" in (out / "tiny.md").read_text()
