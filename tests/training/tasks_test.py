@@ -177,5 +177,7 @@ def test_hard_negatives_follow_the_recipe(monkeypatch):
         "mali_splits",
         lambda *a, **k: seen.append(k["hard_negatives"]) or real(*a, **k),
     )
-    make_task(tiny_recipe("recognition", extra=["task.hard_negatives=edit"])).arrays
+    assert make_task(
+        tiny_recipe("recognition", extra=["task.hard_negatives=edit"])
+    ).arrays
     assert seen == ["edit"]

@@ -540,7 +540,9 @@ def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0, hard_negatives="
             seed=rng,
             exclude=train_set,
         )
-        for part_size, (lo, hi) in zip((size // 2, size - size // 2), ranges)
+        for part_size, (lo, hi) in zip(
+            (size // 2, size - size // 2), ranges, strict=True
+        )
     ]
     order = rng.permutation(size)
     strings = parts[0].strings + parts[1].strings
