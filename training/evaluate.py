@@ -1,6 +1,9 @@
 """Evaluates a trained run on one split and writes the metrics to JSON.
 
-    python -m training.evaluate RUN_DIR [--split valid|test|long_120|long_160]
+    python -m training.evaluate RUN_DIR [--split SPLIT]
+
+SPLIT is one of the task's splits (recognition: train, valid, test,
+test_mixed, long_120, long_160).
 
 Prints the task's metrics (WCPA and the LDPA table for Dyck, perplexity and
 bits per token for language models) and writes them to

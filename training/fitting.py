@@ -116,6 +116,10 @@ def _with_replica_axis(value):
 def make_optimizer(train, steps_per_epoch):
     """Adam with the recipe's clipping and learning rate (or linear decay).
 
+    Clipping: `train.clipvalue`, when set, clips every gradient element to
+    [-clipvalue, clipvalue] (Mali et al.'s "hard-clipped to a maximum
+    magnitude of 15") and replaces `train.clipnorm`, the global-norm clip.
+
     Args:
         train: The recipe's `train` table.
         steps_per_epoch: Training steps per epoch, which the linear decay of
@@ -129,6 +133,8 @@ def make_optimizer(train, steps_per_epoch):
             end_learning_rate=train["final_learning_rate"],
             power=1.0,
         )
+    if train["clipvalue"] is not None:
+        return keras.optimizers.Adam(learning_rate, clipvalue=train["clipvalue"])
     return keras.optimizers.Adam(learning_rate, global_clipnorm=train["clipnorm"])
 
 

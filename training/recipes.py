@@ -43,6 +43,7 @@ DEFAULTS = {
         "language": "D2",
         "split_scale": 1.0,
         "step_labels": "string",  # or "prefix": per-step targets of `accept`
+        "hard_negatives": "swap",  # or "edit": how hard negatives are made
         # language modelling
         "corpus": "ptb",
         "level": "char",
@@ -67,6 +68,8 @@ DEFAULTS = {
         "learning_rate": 1e-3,
         "final_learning_rate": None,  # linear decay to this value (mLSTM paper)
         "clipnorm": 1.0,
+        "clipvalue": None,  # element-wise gradient clipping; replaces clipnorm
+        "curriculum": False,  # incremental training: short strings first
         "early_stopping_patience": 5,
         "reduce_lr_patience": None,
         "reduce_lr_factor": 0.5,
@@ -241,6 +244,20 @@ def check(recipe):
             "distribution strategy's batch split does not keep; expected "
             "train.stateful=false (stateless windows) with train.distribute="
             f"{train['distribute']!r}."
+        )
+    if task["hard_negatives"] not in recognition.HARD_NEGATIVES:
+        raise RecipeError(
+            "task.hard_negatives must be 'swap' or 'edit'; received "
+            f"{task['hard_negatives']!r}."
+        )
+    if train["clipvalue"] is not None and train["clipvalue"] <= 0:
+        raise RecipeError(
+            f"train.clipvalue must be > 0; received {train['clipvalue']!r}."
+        )
+    if train["curriculum"] and kind != "recognition":
+        raise RecipeError(
+            "train.curriculum feeds recognition strings by length; expected "
+            f"task.kind 'recognition', received {kind!r}."
         )
     if train["stateful"] and kind != "language_model":
         raise RecipeError(

@@ -242,7 +242,8 @@ class RecognitionTask(Task):
     """Recognition of Dyck-n or palindromes with Mali et al.'s hybrid loss."""
 
     head = "recognizer"
-    splits = ("valid", "test", "long_120", "long_160")
+    # "train" for the tables' train columns; "test_mixed": their captions' test
+    splits = ("train", "valid", "test", "test_mixed", "long_120", "long_160")
 
     def __init__(self, recipe, vocabulary=None):
         self.language = recipe["task"]["language"]
@@ -259,6 +260,7 @@ class RecognitionTask(Task):
             self.language,
             seed=self.recipe["train"]["seed"],
             scale=self.recipe["task"]["split_scale"],
+            hard_negatives=self.recipe["task"]["hard_negatives"],
         )
         return {
             name: recognition.frame(split, self.language)
@@ -292,40 +294,108 @@ class RecognitionTask(Task):
         return inputs, targets, {"next_symbol": mask, "accept": mask}
 
     def train_data(self):
-        dataset, callbacks = self._shuffled(self._columns("train"))
+        columns = self._columns("train")
+        train = self.recipe["train"]
+        if not train["curriculum"]:
+            dataset, callbacks = self._shuffled(columns)
+        else:
+            lengths = self.arrays["train"].lengths
+            dataset, shuffle = batching.epoch_shuffled(
+                columns,
+                train["batch_size"],
+                train["seed"],
+                lengths=lengths,
+                limits=curriculum_limits(lengths, train["epochs"]),
+            )
+            callbacks = [shuffle]
         return dataset.map(self._as_dicts), callbacks
 
     def validation_data(self):
         return self._batched(self._columns("valid")).map(self._as_dicts)
 
     def evaluate(self, model, split):
+        """Final-step and strict (all-steps) accuracy, overall and per length bin.
+
+        `accuracy`: the `accept` output at the last step
+        (`metrics.recognition_accuracy`); `strict_accept`: `accept` right at
+        every step for the prefix's membership; `strict`: that and, on
+        positive strings, a legal arg-max `next_symbol` at every step
+        (`metrics.strict_recognition_accuracy`). Mali et al.'s tables
+        correspond to `strict` (see the README).
+        """
         arrays = self.arrays[split]
         outputs = model.predict(arrays.inputs, batch_size=PREDICT_BATCH, verbose=0)
+        accept = outputs["accept"][..., 0]
         edges = list(range(0, int(arrays.lengths.max()) + 20, 20))
-        accuracy = metrics_lib.recognition_accuracy(
-            outputs["accept"][..., 0], arrays.labels, arrays.lengths, bin_edges=edges
+        final = metrics_lib.recognition_accuracy(
+            accept, arrays.labels, arrays.lengths, bin_edges=edges
         )
+        strict_accept = metrics_lib.strict_recognition_accuracy(
+            accept, arrays.prefix_labels, arrays.lengths, bin_edges=edges
+        )
+        strict = metrics_lib.strict_recognition_accuracy(
+            accept,
+            arrays.prefix_labels,
+            arrays.lengths,
+            labels=arrays.labels,
+            next_symbol=outputs["next_symbol"],
+            legal_next=arrays.legal_next,
+            bin_edges=edges,
+        )
+        per_length = {}
+        for (low, high), (value, count) in final.per_bin.items():
+            if count:
+                per_length[f"{low + 1}-{high}"] = {
+                    "accuracy": value,
+                    "strict_accept": strict_accept.per_bin[(low, high)][0],
+                    "strict": strict.per_bin[(low, high)][0],
+                    "strings": count,
+                }
         return {
-            "accuracy": accuracy.overall,
-            "per_length": {
-                f"{low + 1}-{high}": {"accuracy": value, "strings": count}
-                for (low, high), (value, count) in accuracy.per_bin.items()
-                if count
-            },
+            "accuracy": final.overall,
+            "strict_accept": strict_accept.overall,
+            "strict": strict.overall,
+            "per_length": per_length,
             "strings": len(arrays.labels),
         }
 
     def report(self, metrics, split):
         lines = [
-            f"{split}: accuracy {metrics['accuracy']:.4f} "
-            f"({metrics['strings']} strings, {self.language})",
-            f"{'length':>10}{'accuracy':>10}{'strings':>9}",
+            f"{split}: strict {metrics['strict']:.4f}, strict accept-only "
+            f"{metrics['strict_accept']:.4f}, final-step accuracy "
+            f"{metrics['accuracy']:.4f} ({metrics['strings']} strings, "
+            f"{self.language})",
+            f"{'length':>10}{'strict':>10}{'accept':>10}{'final':>10}{'strings':>9}",
         ]
         for bin_name, value in metrics["per_length"].items():
             lines.append(
-                f"{bin_name:>10}{value['accuracy']:>10.4f}{value['strings']:>9}"
+                f"{bin_name:>10}{value['strict']:>10.4f}"
+                f"{value['strict_accept']:>10.4f}{value['accuracy']:>10.4f}"
+                f"{value['strings']:>9}"
             )
         return "\n".join(lines)
+
+
+def curriculum_limits(lengths, epochs):
+    """Per-epoch maximum string length of incremental (curriculum) training.
+
+    Mali et al. (2020, section 4, Table 3) compare sequential training (every
+    string, every epoch) with incremental training (Das et al.; curriculum
+    learning), feeding strings in increasing length, without a schedule. Ours:
+    over the first half of the epochs (`stages = max(1, epochs // 2)`) the
+    limit grows linearly from the shortest to the longest training length,
+    `shortest + (longest - shortest) * (e + 1) / stages` at epoch e; every
+    string seen once stays in (the set grows), and from epoch `stages - 1` on
+    the model trains on all strings, as sequential training does.
+
+    Returns:
+        int64 `(epochs,)` limits: epoch e trains on strings of length <= it.
+    """
+    lengths = np.asarray(lengths)
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    stages = max(1, epochs // 2)
+    fraction = np.minimum(np.arange(1, epochs + 1) / stages, 1.0)
+    return np.ceil(shortest + (longest - shortest) * fraction).astype(np.int64)
 
 
 class LanguageModelTask(Task):

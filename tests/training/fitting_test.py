@@ -20,6 +20,15 @@ def test_optimizer_decays_linearly_to_the_final_learning_rate():
     assert optimizer.global_clipnorm == train["clipnorm"]
 
 
+def test_clipvalue_clips_each_element_and_replaces_the_norm_clip():
+    train = tiny_recipe("recognition", extra=["train.clipvalue=15"])["train"]
+    optimizer = fitting.make_optimizer(train, steps_per_epoch=3)
+    assert optimizer.clipvalue == 15 and optimizer.global_clipnorm is None
+    gradient = keras.ops.convert_to_tensor([30.0, -40.0, 1.0])
+    (clipped,) = optimizer._clip_gradients([gradient])
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(clipped), [15, -15, 1])
+
+
 def test_schedule_callbacks_follow_the_recipe():
     train = tiny_recipe(
         "dyck", extra=["train.reduce_lr_patience=2", "train.temperature_factor=0.9"]

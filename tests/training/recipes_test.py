@@ -70,6 +70,13 @@ def test_small_scale_overrides_the_paper_scale():
             "expected a number > 0",
         ),
         ("dyck2_mlstm", ["train.stop_below_loss=0"], "stop_below_loss must be > 0"),
+        (
+            "recognition_d2_diffstk_rnn",
+            ["task.hard_negatives=insert"],
+            "task.hard_negatives must be 'swap' or 'edit'",
+        ),
+        ("recognition_d2_diffstk_rnn", ["train.clipvalue=0"], "clipvalue must be > 0"),
+        ("dyck2_mlstm", ["train.curriculum=true"], "expected task.kind 'recognition'"),
     ],
 )
 def test_bad_combinations_are_refused_before_any_data(

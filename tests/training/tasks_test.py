@@ -4,10 +4,10 @@ import pytest
 
 from tests.training.tiny import tiny_recipe
 from training.callbacks import ResetStatesEachEpoch
-from training.data import corpora, dyck
+from training.data import corpora, dyck, recognition
 from training.data.batching import EpochShuffle
 from training.metrics import bracket_prediction_accuracy
-from training.tasks import ClosingBracketTask, make_task
+from training.tasks import ClosingBracketTask, curriculum_limits, make_task
 from zoo.cells.dyck import dyck_rnn_model, set_designed_weights
 
 K, M = 2, 4
@@ -137,3 +137,47 @@ def test_evaluation_temperature_is_set_on_the_loaded_model(tmp_path):
     loaded = load_best(task, tmp_path / "w.weights.h5")
     (cell,) = [layer.cell for layer in loaded.layers if hasattr(layer, "cell")]
     assert float(keras.ops.convert_to_numpy(cell.temperature)) == pytest.approx(0.01)
+
+
+def test_recognition_evaluation_reports_strict_and_final_step_accuracy():
+    task = make_task(tiny_recipe("recognition"))
+    model = task.build_model()
+    metrics = task.evaluate(model, "test")
+    assert {"accuracy", "strict_accept", "strict", "strings"} <= set(metrics)
+    # strict adds the next-symbol check to the accept-only criterion
+    assert metrics["strict"] <= metrics["strict_accept"]
+    for value in metrics["per_length"].values():
+        assert value["strict"] <= value["strict_accept"]
+        assert set(value) == {"accuracy", "strict_accept", "strict", "strings"}
+    report = task.report(metrics, "test")
+    assert report.startswith("test: strict ") and "final-step accuracy" in report
+
+
+def test_curriculum_feeds_short_strings_first():
+    extra = ["train.curriculum=true", "train.epochs=4"]
+    task = make_task(tiny_recipe("recognition", extra=extra))
+    lengths = task.arrays["train"].lengths
+    limits = curriculum_limits(lengths, epochs=4)
+    assert limits[0] < lengths.max() and list(limits[1:]) == [lengths.max()] * 3
+    dataset, (shuffle,) = task.train_data()
+
+    def strings(epoch):
+        shuffle.on_epoch_begin(epoch)
+        return sum(len(inputs) for inputs, _, _ in dataset)
+
+    assert strings(0) == int((lengths <= limits[0]).sum()) < len(lengths)
+    assert strings(1) == strings(3) == len(lengths)
+
+
+def test_hard_negatives_follow_the_recipe(monkeypatch):
+    seen = []
+    real = recognition.mali_splits
+    monkeypatch.setattr(
+        recognition,
+        "mali_splits",
+        lambda *a, **k: seen.append(k["hard_negatives"]) or real(*a, **k),
+    )
+    assert make_task(
+        tiny_recipe("recognition", extra=["task.hard_negatives=edit"])
+    ).arrays
+    assert seen == ["edit"]

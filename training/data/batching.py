@@ -80,7 +80,7 @@ class EpochShuffle(keras.callbacks.Callback):
         self.epoch_variable.assign(epoch)
 
 
-def epoch_shuffled(arrays, batch_size, seed):
+def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
     """A dataset of `arrays` batches in an order fixed by `(seed, epoch)`.
 
     Unlike `Dataset.shuffle`, whose order depends on how many times the
@@ -88,15 +88,27 @@ def epoch_shuffled(arrays, batch_size, seed):
     epoch number alone, so a run resumed by `BackupAndRestore` sees the same
     batches as an uninterrupted one. Returns the dataset and the
     `EpochShuffle` callback that tells it the epoch; pass both to `fit`.
+
+    With `lengths` `(N,)` and `limits` `(epochs,)`, epoch e holds only the
+    rows whose length is <= `limits[e]` (the last limit after the last
+    epoch): incremental (curriculum) training, `tasks.curriculum_limits`.
     """
+    if (lengths is None) != (limits is None):
+        raise ValueError("lengths and limits go together; received only one of them.")
     epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
     count = len(arrays[0])
     tensors = tuple(tf.constant(a) for a in arrays)
+    if limits is not None:
+        lengths = tf.constant(np.asarray(lengths, dtype=np.int64))
+        limits = tf.constant(np.asarray(limits, dtype=np.int64))
 
     def permutation(_):
         order = tf.random.experimental.stateless_shuffle(
             tf.range(count), seed=tf.stack([tf.constant(seed, tf.int64), epoch])
         )
+        if limits is not None:
+            limit = tf.gather(limits, tf.minimum(epoch, tf.size(limits, tf.int64) - 1))
+            order = tf.boolean_mask(order, tf.gather(lengths, order) <= limit)
         return tuple(tf.gather(t, order) for t in tensors)
 
     dataset = tf.data.Dataset.range(1).map(permutation).unbatch()

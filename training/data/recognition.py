@@ -484,6 +484,12 @@ MALI_SPLITS = {
 }
 
 
+# The test set of the paper's table captions: "short samples mixed with long
+# ones up to length T=102". Half of its strings have the training lengths
+# (1 <= T <= 55, none of them a training string), half the test lengths.
+MIXED_TEST = ("test_mixed", ((1, 55), (56, 102)))
+
+
 def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0, hard_negatives="swap"):
     """The paper's splits of `language`: train, valid, test, long_120, long_160.
 
@@ -493,6 +499,12 @@ def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0, hard_negatives="
     strings (102 < T <= 120 and 102 < T <= 160). `scale` multiplies every size
     (for quick runs). Strings of train never appear in another split.
     `hard_negatives` is passed to `sample_negatives`.
+
+    Section 5 gives the test lengths as 55 < T <= 102; the captions of
+    Tables 1-7 describe the test set as short strings mixed with long ones up
+    to 102. Both are made: "test" as section 5, and "test_mixed"
+    (`MIXED_TEST`), as many strings as "test", half of length 1 to 55 (none
+    in train) and half 56 to 102, each half balanced.
     """
     _bracket_types(language)
     table = MALI_SPLITS["D6" if language == "D6" else "small"]
@@ -513,6 +525,34 @@ def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0, hard_negatives="
         )
         if name == "train":
             train_set = {tuple(s) for s in splits[name].strings}
+    name, ranges = MIXED_TEST
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(len(table) + 1)[-1])
+    size = max(4, int(round(table["test"][0] * scale)))
+    parts = [
+        make_split(
+            language,
+            part_size,
+            lo,
+            hi,
+            p=p,
+            p1=p1,
+            hard_negatives=hard_negatives,
+            seed=rng,
+            exclude=train_set,
+        )
+        for part_size, (lo, hi) in zip(
+            (size // 2, size - size // 2), ranges, strict=True
+        )
+    ]
+    order = rng.permutation(size)
+    strings = parts[0].strings + parts[1].strings
+    splits[name] = RecognitionSplit(
+        strings=[strings[i] for i in order],
+        labels=np.concatenate([part.labels for part in parts])[order],
+        is_hard=np.concatenate([part.is_hard for part in parts])[order],
+        min_length=ranges[0][0],
+        max_length=ranges[-1][1],
+    )
     return splits
 
 

@@ -40,6 +40,24 @@ def test_epoch_shuffle_depends_on_the_epoch_alone():
     assert order(0) == first and order(1) == second
 
 
+def test_epoch_limits_keep_only_strings_up_to_that_epochs_length():
+    lengths = np.array([1, 5, 2, 9, 3, 7])
+    arrays = (np.arange(6),)
+    dataset, callback = batching.epoch_shuffled(
+        arrays, batch_size=6, seed=0, lengths=lengths, limits=[2, 7]
+    )
+
+    def rows(epoch):
+        callback.on_epoch_begin(epoch)
+        return sorted(np.concatenate([b[0] for b in dataset.as_numpy_iterator()]))
+
+    assert rows(0) == [0, 2]  # lengths 1 and 2
+    assert rows(1) == [0, 1, 2, 4, 5]  # all but the length-9 string
+    assert rows(5) == rows(1)  # after the last epoch, the last limit
+    with pytest.raises(ValueError, match="lengths and limits go together"):
+        batching.epoch_shuffled(arrays, batch_size=6, seed=0, lengths=lengths)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -132,6 +132,7 @@ def test_paper_splits_sizes_lengths_and_no_leak():
         "test": (3000, 56, 102),
         "long_120": (1500, 103, 120),
         "long_160": (1500, 103, 160),
+        "test_mixed": (3000, 1, 102),
     }
     train = {tuple(s) for s in splits["train"].strings}
     for name, (size, lo, hi) in expected.items():
@@ -141,6 +142,8 @@ def test_paper_splits_sizes_lengths_and_no_leak():
         assert lo <= min(lengths) and max(lengths) <= hi
         if name != "train":
             assert not train & {tuple(s) for s in split.strings}
+    mixed = [len(s) for s in splits["test_mixed"].strings]
+    assert sum(n <= 55 for n in mixed) == 1500  # half short, half long
     d6 = recognition.mali_splits("D6", seed=0, scale=0.1)
     assert [len(d6[n]) for n in ("train", "valid", "test")] == [1500, 200, 400]
 
