@@ -57,16 +57,17 @@ def evaluate_dynamic(run_dir, split="test", **settings):
     if unknown:
         raise TypeError(f"Unknown dynamic-evaluation settings: {unknown}.")
     settings = {**DYNAMIC_DEFAULTS, **settings}
+    for key in ("segment", "rms_segments"):
+        if settings[key] < 1:
+            raise ValueError(
+                f"--{key.replace('_', '-')} must be at least 1; received "
+                f"{settings[key]!r}."
+            )
     recipe, _, task, model = runs.load_run(run_dir)
     check_kind(recipe, ("language_model",), "Dynamic evaluation", run_dir)
     ids = stream_ids(task, split)
     statistics = None
     if settings["rms"]:
-        if settings["rms_segments"] < 1:
-            raise ValueError(
-                f"--rms-segments must be at least 1; received "
-                f"{settings['rms_segments']!r}."
-            )
         statistics = dynamic.gradient_statistics(
             task.build_model,
             model,

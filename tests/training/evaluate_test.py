@@ -58,6 +58,7 @@ def test_dynamic_evaluation_without_a_learning_rate_is_the_static_one(text_run):
         (["--dynamic"], "Dynamic evaluation needs a run of task kind language_model"),
         (["--decay", "0.1"], "--decay need --dynamic"),
         (["--dynamic", "--rms-segments", "3"], "--rms-segments needs --rms"),
+        (["--dynamic", "--rms", "--segment", "0"], "--segment must be at least 1"),
     ],
 )
 def test_bad_dynamic_evaluation_is_one_line(dyck_run, extra, message, capsys):
