@@ -56,7 +56,8 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
     result = surprisal.in_bits(surprisal.recovery(losses, fraction, steps))
     labels = [run_label(d, r) for d, (r, *_) in zip(run_dirs, loaded, strict=True)]
     result.update({"runs": labels, "unit": "bits", "split": split})
-    unit = "bits/char" if vocabulary.level == "char" else f"bits/{vocabulary.level}"
+    level = loaded[0][0]["task"]["level"]  # PTB characters are read as words
+    unit = "bits/char" if level == "char" else f"bits/{level}"
     surprisal.plot(result, labels, out / "surprisal.png", unit=unit)
     runs.write_json(out / "surprisal.json", result)
     return result

@@ -121,6 +121,17 @@ def test_syntax_on_a_json_lines_suite(tmp_path, corpus, capsys):
         result["overall"]["scored"] == 2 and result["overall"]["with_oov"] == 1
     )  # sit
     assert "overall" in capsys.readouterr().out
+    out = str(tmp_path / "every")
+    assert (
+        syntax.main([str(run), "--suite", str(suite), "--out", out, "--every", "2"])
+        == 0
+    )
+    result = json.loads((tmp_path / "every" / "syntax.json").read_text())
+    assert result["overall"]["pairs"] == 1 and result["overall"]["with_oov"] == 1
+    with pytest.raises(SystemExit) as exit_:
+        syntax.main([str(run), "--suite", str(suite), "--every", "0"])
+    assert exit_.value.code == 2
+    assert "--every must be at least 1; received 0." in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

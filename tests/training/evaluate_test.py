@@ -1,7 +1,8 @@
 import pytest
 
+from tests.training.tiny import TEXT, tiny_recipe
 from training import runs
-from training.evaluate import evaluate_run
+from training.evaluate import evaluate_dynamic, evaluate_run, main
 
 
 def test_evaluation_repeats_the_runs_metrics_and_writes_them(dyck_run):
@@ -16,3 +17,60 @@ def test_bad_split_or_directory(dyck_run, tmp_path):
         evaluate_run(dyck_run, "long_120")
     with pytest.raises(runs.RunError, match="does not exist"):
         evaluate_run(tmp_path / "missing")
+
+
+@pytest.fixture(scope="module")
+def text_run(tmp_path_factory):
+    """A tiny language-model run whose corpus (a text that repeats) stays."""
+    folder = tmp_path_factory.mktemp("text_run")
+    corpus = folder / "corpus.txt"
+    corpus.write_text(TEXT)
+    run_dir = folder / "run"
+    runs.train_run(tiny_recipe("language_model", corpus, ["train.epochs=1"]), run_dir)
+    return run_dir
+
+
+def test_dynamic_evaluation_learns_the_repeating_test_text(text_run, capsys):
+    best = (text_run / runs.BEST).read_bytes()
+    argv = [str(text_run), "--dynamic", "--learning-rate", "5", "--segment", "6"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    result = runs.read_json(text_run / "evaluation-test-dynamic.json")
+    static, dynamic_ = result["static"], result["dynamic"]
+    assert dynamic_["cross_entropy"] < 0.85 * static["cross_entropy"]
+    assert f"perplexity {static['perplexity']:.2f}" in printed
+    assert f"perplexity {dynamic_['perplexity']:.2f}" in printed
+    assert result["settings"]["learning_rate"] == 5.0
+    assert (text_run / runs.BEST).read_bytes() == best  # the saved model is kept
+
+
+def test_dynamic_evaluation_without_a_learning_rate_is_the_static_one(text_run):
+    _, result = evaluate_dynamic(text_run, "valid", learning_rate=0.0, rms=True)
+    assert result["dynamic"]["cross_entropy"] == pytest.approx(
+        result["static"]["cross_entropy"], rel=1e-5
+    )
+    assert result["settings"]["rms"] is True
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--dynamic"], "Dynamic evaluation needs a run of task kind language_model"),
+        (["--decay", "0.1"], "--decay need --dynamic"),
+        (["--dynamic", "--rms-segments", "3"], "--rms-segments needs --rms"),
+        (["--dynamic", "--rms", "--segment", "0"], "--segment must be at least 1"),
+    ],
+)
+def test_bad_dynamic_evaluation_is_one_line(dyck_run, extra, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([str(dyck_run), *extra])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+
+
+def test_bad_dynamic_settings_are_one_line(text_run, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([str(text_run), "--dynamic", "--decay", "2"])
+    assert exit_.value.code == 2
+    assert "Expected learning_rate >= 0, 0 <= decay <= 1" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from training.analysis.scoring import LN2
 
 KRAUSE_NOTE = (
     "Krause et al. 2016, Fig. 3 (Hutter Prize), 1-4 steps after: mLSTM 2.26, "
-    "2.04, 1.61, 1.51; stacked LSTM 2.48, 2.25, 1.79, 1.67 bits/char"
+    "2.04, 1.61, 1.51;\nstacked LSTM 2.48, 2.25, 1.79, 1.67 bits/char"
 )
 
 

@@ -23,6 +23,7 @@ or when the vocabulary has no `<unk>` and a word is unknown.
 import collections
 
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 from training import plots
@@ -62,6 +63,23 @@ def encode_sentences(vocabulary, sentences):
     return ids, oov
 
 
+def _sentence_scorer(model):
+    """One compiled graph for the model and the log-likelihood sums.
+
+    `reduce_retracing` lets one trace serve every batch shape; calling the
+    model eagerly instead ran the recurrent loop step by step in Python.
+    """
+
+    @tf.function(reduce_retracing=True)
+    def score(inputs, targets, mask):
+        logits = model(inputs, training=False)  # [rows, time, vocab]
+        picked = ops.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+        log_probs = picked - ops.logsumexp(logits, axis=-1)  # [rows, time]
+        return ops.sum(log_probs * mask, axis=-1)
+
+    return score
+
+
 def score_sentences(model, vocabulary, sentences, batch_size=256):
     """The log-likelihood in nats of each sentence, and its OOV count.
 
@@ -83,6 +101,7 @@ def score_sentences(model, vocabulary, sentences, batch_size=256):
         key=lambda i: len(sequences[i]),
     )
     vocab_size = len(vocabulary)
+    score = _sentence_scorer(model)
     start = 0
     while start < len(order):
         longest = len(sequences[order[min(start + batch_size, len(order)) - 1]]) - 1
@@ -97,11 +116,7 @@ def score_sentences(model, vocabulary, sentences, batch_size=256):
             inputs[row, : len(sequence) - 1] = sequence[:-1]
             targets[row, : len(sequence) - 1] = sequence[1:]
             mask[row, : len(sequence) - 1] = 1.0
-        logits = model(inputs, training=False)  # [rows, time, vocab]
-        picked = ops.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
-        log_probs = picked - ops.logsumexp(logits, axis=-1)  # [rows, time]
-        totals = ops.convert_to_numpy(ops.sum(log_probs * mask, axis=-1))
-        scores[batch] = totals
+        scores[batch] = ops.convert_to_numpy(score(inputs, targets, mask))
         start += len(batch)
     return scores, np.asarray(oov)
 
