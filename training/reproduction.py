@@ -35,6 +35,7 @@ the claims' verdicts; `markdown` writes the summary as a table.
 
 import dataclasses
 import math
+import shlex
 import tomllib
 from pathlib import Path
 
@@ -431,7 +432,11 @@ def _paper(paper):
 
 def command_line(row):
     """The command (seed aside) that trains one run of `row`."""
-    parts = ["python -m training.train", row["recipe"], *row["overrides"]]
+    parts = [
+        "python -m training.train",
+        shlex.quote(row["recipe"]),
+        *(shlex.quote(text) for text in row["overrides"]),
+    ]
     if row["scale"] != "small":
         parts.append(f"--scale {row['scale']}")
     return " ".join(parts)
