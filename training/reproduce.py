@@ -175,11 +175,8 @@ def _line(table, run):
     value = reproduction.metric_value(metrics, metric.key)
     shown = "missing" if value is None else f"{value * metric.factor:.4f}"
     seconds = _seconds(run)
-    return (
-        f"{run.row.name} seed {run.seed}: {metric.key} {shown} ({seconds:.0f} s)"
-        if seconds is not None
-        else f"{run.row.name} seed {run.seed}: {metric.key} {shown}"
-    )
+    timing = "" if seconds is None else f" ({seconds:.0f} s)"
+    return f"{run.row.name} seed {run.seed}: {metric.key} {shown}{timing}"
 
 
 def execute(table, pending, jobs, threads, report=print):

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.training.tiny import TEXT, tiny_recipe
+from tests.training.tiny import TEXT, tiny_recipe, train_text_run
 from training import runs
 from training.data import corpora, dyck, recognition
 
@@ -24,11 +24,8 @@ def dyck_run(tmp_path_factory):
 def language_model_run(tmp_path_factory):
     """A finished tiny language-model run whose corpus file has been deleted."""
     folder = tmp_path_factory.mktemp("language_model")
-    corpus = folder / "corpus.txt"
-    corpus.write_text(TEXT)
-    run_dir = folder / "run"
-    runs.train_run(tiny_recipe("language_model", corpus), run_dir)
-    corpus.unlink()  # what follows needs the run, not the corpus
+    run_dir = train_text_run(folder)
+    (folder / "corpus.txt").unlink()  # what follows needs the run, not the corpus
     return run_dir
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.training.tiny import TEXT, tiny_recipe
+from tests.training.tiny import train_text_run
 from training import runs
 from training.evaluate import evaluate_dynamic, evaluate_run, main
 
@@ -22,12 +22,7 @@ def test_bad_split_or_directory(dyck_run, tmp_path):
 @pytest.fixture(scope="module")
 def text_run(tmp_path_factory):
     """A tiny language-model run whose corpus (a text that repeats) stays."""
-    folder = tmp_path_factory.mktemp("text_run")
-    corpus = folder / "corpus.txt"
-    corpus.write_text(TEXT)
-    run_dir = folder / "run"
-    runs.train_run(tiny_recipe("language_model", corpus, ["train.epochs=1"]), run_dir)
-    return run_dir
+    return train_text_run(tmp_path_factory.mktemp("text_run"), ["train.epochs=1"])
 
 
 def test_dynamic_evaluation_learns_the_repeating_test_text(text_run, capsys):

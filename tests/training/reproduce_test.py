@@ -151,6 +151,19 @@ def test_a_run_dir_with_another_recipe_is_refused(tiny_table, tmp_path, capsys):
     assert "holds a different recipe" in capsys.readouterr().err
 
 
+def _complete_summary(out):
+    """The tiny table's JSON summary, checked to hold every row x seed."""
+    summary = json.loads((out / "tiny.json").read_text())
+    assert summary["missing"] == []
+    assert sorted((r["row"], r["seed"]) for r in summary["runs"]) == [
+        ("small", 0),
+        ("small", 1),
+        ("wide", 0),
+        ("wide", 1),
+    ]
+    return summary
+
+
 def _runner(table, out, *extra):
     return subprocess.Popen(
         [
@@ -188,14 +201,7 @@ def test_runs_resumes_after_a_kill_and_aggregates(tiny_table, tmp_path):
     assert result.returncode == 0, output
     assert "4 runs (4 in this shard), 1 finished, 3 to train" in output
     assert (first / "metrics.json").stat().st_mtime_ns == finished  # not rerun
-    summary = json.loads((out / "tiny.json").read_text())
-    assert summary["missing"] == []
-    assert sorted((r["row"], r["seed"]) for r in summary["runs"]) == [
-        ("small", 0),
-        ("small", 1),
-        ("wide", 0),
-        ("wide", 1),
-    ]
+    summary = _complete_summary(out)
     for run in summary["runs"]:
         metrics = json.loads(
             (
@@ -219,12 +225,5 @@ def test_two_shards_run_concurrently_and_aggregate_once(tiny_table, tmp_path):
         assert "4 runs (2 in this shard), 0 finished, 2 to train" in output
         assert "trained by another process" not in output  # disjoint shares
     assert sum("written: " in output for output in outputs) == 1
-    summary = json.loads((out / "tiny.json").read_text())
-    assert summary["missing"] == []
-    assert sorted((r["row"], r["seed"]) for r in summary["runs"]) == [
-        ("small", 0),
-        ("small", 1),
-        ("wide", 0),
-        ("wide", 1),
-    ]
+    _complete_summary(out)
     assert "| small | 50.00 / 60.00 |" in (out / "tiny.md").read_text()

@@ -1,6 +1,6 @@
 """Tiny recipes of every task kind, for tests that train (seconds each)."""
 
-from training import recipes
+from training import recipes, runs
 
 TINY = {
     "dyck": [
@@ -48,3 +48,12 @@ def tiny_recipe(kind, text_file=None, extra=()):
     if kind == "language_model":
         overrides.append(f"task.corpus=file:{text_file}")
     return recipes.resolve(RECIPE_OF[kind], "small", overrides)
+
+
+def train_text_run(folder, extra=()):
+    """Trains the tiny language model on `TEXT` in `folder`; returns its run."""
+    corpus = folder / "corpus.txt"
+    corpus.write_text(TEXT)
+    run_dir = folder / "run"
+    runs.train_run(tiny_recipe("language_model", corpus, extra), run_dir)
+    return run_dir
