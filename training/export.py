@@ -18,6 +18,10 @@ tokenizer's ops):
   `lengths` `(batch,)` (tokens per string; rows are padded past it), plus
   `accept` `(batch,)` for a recognizer; the Dyck-RNN gives
   `closing_log_probabilities` `(batch, time, k)` instead of the first two.
+
+The model is rebuilt in float32 whatever the run's `train.precision` (its
+weights are float32 in every policy), so the export computes and serves
+float32 on any device.
 """
 
 import argparse
@@ -132,7 +136,7 @@ def export_run(run_dir, out_dir):
             f"Export target {str(out_dir)!r} is a non-empty folder that is not an "
             "earlier export; expected a new or empty folder."
         )
-    run = runs.load_run(run_dir)
+    run = runs.load_run(run_dir, precision="float32")  # serves float32 anywhere
     partial = out_dir.with_name(out_dir.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     export_model(

@@ -4,7 +4,8 @@
 and `model.fit` called, for `training.runs.train_run` (and so
 `python -m training.train`) and for the tuner's trials
 (`tuning.hypermodels.RecurrentHyperModel.fit`). A distribution strategy's
-scope or a precision policy belongs here.
+scope and float16 loss scaling belong here; the precision policy is applied
+where models are built (`training.tasks.Task.build_model`).
 """
 
 import json
@@ -177,7 +178,9 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
     `train.distribute` other than `"none"` the model must have been built in
     `distribution_strategy(train).scope()`; it is compiled there (under
     `"multi_worker"` as a `MultiWorkerModel`) and `model.fit` splits each
-    global batch.
+    global batch. With `train.precision="mixed_float16"` the optimizer is
+    wrapped in Keras's `LossScaleOptimizer` (dynamic loss scaling); the model
+    itself is built under the policy by `task.build_model`.
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
@@ -216,8 +219,11 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
         with strategy.scope():
             model = MultiWorkerModel(model.inputs, model.outputs, name=model.name)
     with strategy.scope():  # the optimizer's variables live where the model's do
+        optimizer = make_optimizer(train, steps_per_epoch)
+        if train["precision"] == "mixed_float16":  # float16 gradients underflow
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         model.compile(
-            optimizer=make_optimizer(train, steps_per_epoch),
+            optimizer=optimizer,
             **task.compile_arguments(),
             jit_compile=zoo.default_jit_compile(),
         )

@@ -26,6 +26,9 @@ STEP_LABELS = ("string", "prefix")
 # `train.distribute`: one device, `tf.distribute.MirroredStrategy` over this
 # host's devices, or `MultiWorkerMirroredStrategy` over the hosts of TF_CONFIG.
 DISTRIBUTE = ("none", "mirrored", "multi_worker")
+# `train.precision`: the Keras dtype policy the models are built under (float32
+# weights in every case; "mixed_*" computes in bfloat16 or float16).
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 # Every key a recipe may set, with its default; `None` means "no default".
 DEFAULTS = {
@@ -80,6 +83,7 @@ DEFAULTS = {
         "stateful": False,
         "max_steps_per_epoch": None,
         "distribute": "none",  # one of DISTRIBUTE; batch_size stays global
+        "precision": "float32",  # one of PRECISIONS
     },
 }
 
@@ -237,6 +241,11 @@ def check(recipe):
         raise RecipeError(
             f"Unknown train.distribute {train['distribute']!r}; expected one of: "
             f"{', '.join(DISTRIBUTE)}."
+        )
+    if train["precision"] not in PRECISIONS:
+        raise RecipeError(
+            f"Unknown train.precision {train['precision']!r}; expected one of: "
+            f"{', '.join(PRECISIONS)}."
         )
     if train["stateful"] and train["distribute"] != "none":
         raise RecipeError(

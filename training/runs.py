@@ -23,7 +23,7 @@ import keras
 import tensorflow as tf
 
 import zoo
-from training import fitting
+from training import fitting, recipes
 from training.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
 from training.tasks import make_task
@@ -204,7 +204,7 @@ def load_vocabulary(run_dir):
         ) from None
 
 
-def load_run(run_dir):
+def load_run(run_dir, precision=None):
     """Returns the `Run` (recipe, vocabulary, task, model) of a finished run.
 
     Reads `recipe.json`, `vocabulary.json` and `best.keras` only: the task is
@@ -213,9 +213,23 @@ def load_run(run_dir):
     directory. The model is rebuilt from the recipe (stateless) and given the
     best weights, so it works at any batch size; `run.task.build_model(
     stateful=True, batch_size=...)` rebuilds it in other forms.
+
+    Args:
+        run_dir: The run directory.
+        precision: The dtype policy to rebuild the model under (one of
+            `training.recipes.PRECISIONS`), e.g. `"float32"` for a run trained
+            in mixed precision; the run's `recipe` and `task` then carry it.
+            Default: the run's own `train.precision`.
     """
     run_dir = check_run(run_dir)
     recipe = read_json(run_dir / RECIPE)
+    if precision is not None:
+        if precision not in recipes.PRECISIONS:
+            raise ValueError(
+                f"Unknown precision {precision!r}; expected one of: "
+                f"{', '.join(recipes.PRECISIONS)}."
+            )
+        recipe["train"]["precision"] = precision
     vocabulary = load_vocabulary(run_dir)
     task = make_task(recipe, vocabulary=vocabulary)
     return Run(recipe, vocabulary, task, load_best(task, run_dir / BEST))

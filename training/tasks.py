@@ -30,6 +30,7 @@ needs), `validation_data()`, `evaluate(model, split)`,
 `report(metrics, split)` and `with_recipe(recipe)`.
 """
 
+import contextlib
 import copy
 import functools
 
@@ -91,6 +92,18 @@ class Task:
         }
 
     def build_model(self, stateful=False, batch_size=None):
+        """The task's model, built under the recipe's `train.precision` policy.
+
+        With `"mixed_bfloat16"` or `"mixed_float16"` the layers keep float32
+        weights and compute in the lower precision; the output heads compute
+        in float32 (see `zoo.language_model`). The global dtype policy is
+        restored afterwards.
+        """
+        # Runs written before `train.precision` existed were float32.
+        with precision_policy(self.recipe["train"].get("precision", "float32")):
+            return self._build_model(stateful, batch_size)
+
+    def _build_model(self, stateful, batch_size):
         """The recipe's language model (`zoo.language_model`)."""
         model = self.recipe["model"]
         return zoo.language_model(
@@ -111,6 +124,21 @@ class Task:
     def _batched(self, columns):
         dataset = tf.data.Dataset.from_tensor_slices(columns)
         return dataset.batch(self.recipe["train"]["batch_size"])
+
+
+@contextlib.contextmanager
+def precision_policy(name):
+    """Sets Keras's global dtype policy to `name` inside the block.
+
+    `name` is one of `training.recipes.PRECISIONS`; layers take the policy
+    when they are made, so a model built inside keeps it.
+    """
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
 
 
 def check_stateless(model_name, stateful):
@@ -222,7 +250,7 @@ class ClosingBracketTask(DyckTask):
     def compile_arguments(self):
         return {"loss": keras.losses.SparseCategoricalCrossentropy()}
 
-    def build_model(self, stateful=False, batch_size=None):
+    def _build_model(self, stateful, batch_size):
         """The Dyck-RNN of `zoo.dyck_rnn_model`; it is stateless."""
         check_stateless("The Dyck-RNN", stateful)
         return zoo.dyck_rnn_model(self.k, self.m, **self.recipe["model"]["options"])
@@ -270,7 +298,7 @@ class RecognitionTask(Task):
     def compile_arguments(self):
         return zoo.hybrid_recognition_loss()
 
-    def build_model(self, stateful=False, batch_size=None):
+    def _build_model(self, stateful, batch_size):
         """The recipe's recognizer (`zoo.recognizer`); it is stateless."""
         check_stateless("A recognizer", stateful)
         return zoo.recognizer(**self._builder_arguments())

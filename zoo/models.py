@@ -113,7 +113,9 @@ def language_model(
     sequence on the embedding, between layers and (`output_dropout`) before
     the decoder. A cell
     that takes token ids (`tensor_rnn`) reads the ids directly, in one layer
-    and without an embedding.
+    and without an embedding. Under a mixed dtype policy
+    (`keras.config.set_dtype_policy("mixed_bfloat16")`) the layers compute in
+    16 bits and the logits are still float32.
 
     Args:
         cell: Registry name of the cell (see `zoo.available_cells()`).
@@ -188,8 +190,13 @@ def language_model(
         if units != embedding_dim:
             x = keras.layers.Dense(embedding_dim, use_bias=False, name="projection")(x)
         logits = embedding(x, reverse=True)
+        # Under a mixed policy the tied decoder computes in the low precision;
+        # the logits are float32 as the untied decoder's are.
+        logits = keras.layers.Activation(
+            None, dtype="float32", name="float32_logits"
+        )(logits)
     else:
-        logits = keras.layers.Dense(vocab_size, name="logits")(x)
+        logits = keras.layers.Dense(vocab_size, dtype="float32", name="logits")(x)
     return keras.Model(ids, logits, name=f"{cell}_language_model")
 
 
@@ -277,8 +284,12 @@ def recognizer(
         if dropout:
             h = _variational_dropout(dropout, f"dropout_{index}")(h)
     outputs = {
-        "next_symbol": keras.layers.Dense(vocab_size, name="next_symbol")(h),
-        "accept": keras.layers.Dense(1, activation="sigmoid", name="accept")(h),
+        "next_symbol": keras.layers.Dense(
+            vocab_size, dtype="float32", name="next_symbol"
+        )(h),
+        "accept": keras.layers.Dense(
+            1, activation="sigmoid", dtype="float32", name="accept"
+        )(h),
     }
     return keras.Model(ids, outputs, name=f"{cell}_recognizer")
 

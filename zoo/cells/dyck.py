@@ -211,7 +211,8 @@ def dyck_rnn_model(
         first_bracket_id=first_bracket_id,
     )
     stack = keras.layers.RNN(cell, return_sequences=True)(steps)  # [b, t, units]
-    probabilities = DyckReadout(k, embedding_dim)(stack)  # [batch, time, k]
+    # float32 under a mixed policy too, as the other models' outputs.
+    probabilities = DyckReadout(k, embedding_dim, dtype="float32")(stack)
     return keras.Model(ids, probabilities, name=name)
 
 
