@@ -92,6 +92,21 @@ class RecipeError(ValueError):
     """A recipe or override the user gave is wrong; the message is one line."""
 
 
+def with_defaults(recipe):
+    """`recipe` (a saved, resolved one) with every key it lacks set to its default.
+
+    A key added to `DEFAULTS` after a run was trained defaults to the
+    behaviour that run had, so the run's `recipe.json` read through this
+    equals what `resolve` gives today for the same command.
+    """
+    recipe = copy.deepcopy(recipe)
+    for section, defaults in DEFAULTS.items():
+        if isinstance(defaults, dict) and isinstance(recipe.get(section), dict):
+            for key, value in defaults.items():
+                recipe[section].setdefault(key, copy.deepcopy(value))
+    return recipe
+
+
 def available_recipes():
     """Returns the sorted names of the recipe files."""
     return sorted(path.stem for path in RECIPE_DIR.glob("*.toml"))

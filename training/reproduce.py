@@ -49,7 +49,7 @@ def _check_existing(run):
         )
     if recipe_path.is_file():
         try:
-            saved = runs.read_json(recipe_path)
+            saved = runs.read_recipe(recipe_path)
         except (ValueError, UnicodeDecodeError):
             raise reproduction.TableError(
                 f"{str(recipe_path)!r} is not valid JSON; expected the recipe a "

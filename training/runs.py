@@ -61,6 +61,11 @@ def read_json(path):
         ) from None
 
 
+def read_recipe(path):
+    """The resolved recipe a run saved at `path`, keys added since at their defaults."""
+    return recipes.with_defaults(read_json(path))
+
+
 def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
     """Returns `run_dir` as a `Path`; a `RunError` unless it holds `needs`."""
     run_dir = Path(run_dir)
@@ -127,7 +132,7 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
 
 def _train_in(recipe, run_dir, strategy, verbose, callbacks):
     recipe_path = run_dir / RECIPE
-    if recipe_path.exists() and read_json(recipe_path) != recipe:
+    if recipe_path.exists() and read_recipe(recipe_path) != recipe:
         raise RunError(
             f"Run directory {str(run_dir)!r} holds a different recipe; expected a "
             "new --run-dir or the same recipe and overrides."
@@ -222,7 +227,7 @@ def load_run(run_dir, precision=None):
             Default: the run's own `train.precision`.
     """
     run_dir = check_run(run_dir)
-    recipe = read_json(run_dir / RECIPE)
+    recipe = read_recipe(run_dir / RECIPE)
     if precision is not None:
         if precision not in recipes.PRECISIONS:
             raise ValueError(

@@ -99,8 +99,7 @@ class Task:
         in float32 (see `zoo.language_model`). The global dtype policy is
         restored afterwards.
         """
-        # Runs written before `train.precision` existed were float32.
-        with precision_policy(self.recipe["train"].get("precision", "float32")):
+        with precision_policy(self.recipe["train"]["precision"]):
             return self._build_model(stateful, batch_size)
 
     def _build_model(self, stateful, batch_size):

@@ -69,3 +69,17 @@ def test_a_run_directory_holds_one_recipe(tmp_path):
         runs.train_run(other, tmp_path / "run")
     with pytest.raises(runs.RunError, match="does not exist"):
         runs.load_run(tmp_path / "missing")
+
+
+def test_a_run_saved_before_a_recipe_key_existed_is_the_same_recipe(tmp_path):
+    # A key added to the defaults later (here train.precision) takes the
+    # behaviour older runs had, so their recipe.json still matches.
+    recipe = tiny_recipe("dyck", extra=["train.epochs=1"])
+    run_dir = tmp_path / "run"
+    runs.train_run(recipe, run_dir)
+    saved = runs.read_json(run_dir / "recipe.json")
+    del saved["train"]["precision"]
+    runs.write_json(run_dir / "recipe.json", saved)
+    assert runs.load_run(run_dir).recipe == recipe
+    runs.train_run(recipe, run_dir)  # not refused as a different recipe
+    assert runs.read_json(run_dir / "recipe.json") == recipe
