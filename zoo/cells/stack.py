@@ -383,7 +383,10 @@ class DiffStkRNNCell(DiffStkCell):
         stack_depth: Positive integer, number of stack elements. Default: 64.
         stack_width: Positive integer, entries per element. Default: 1.
         read_depth: Positive integer, number of top elements read through
-            `P` (1 in the paper). Default: 1.
+            `P`. Default: 1. Mali et al. write the read as `P S_{t-1}^0` but
+            give `P` as "m x 3" with scalar elements (`D` is 1 x m), i.e. the
+            top 3 elements, as in Joulin & Mikolov's `P s^k_{t-1}`; their
+            recipes here set 3.
         use_noop: Whether the actions include NO-OP; `carry_forward` needs
             it. Default: `True`.
         empty_value: Value of an empty element. Default: -1.0.
