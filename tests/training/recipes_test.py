@@ -26,13 +26,21 @@ def test_options_override_merges_or_replaces():
     merged = recipes.resolve(
         "recognition_d2_diffstk_rnn", "paper", ["model.options.noise_stddev=0.1"]
     )
-    assert merged["model"]["options"] == {"stack_depth": 64, "noise_stddev": 0.1}
+    assert merged["model"]["options"] == {
+        "stack_depth": 64,
+        "read_depth": 3,
+        "noise_stddev": 0.1,
+    }
     replaced = recipes.resolve(
         "recognition_d2_diffstk_rnn", "small", ["model.cell=lstm", "model.options={}"]
     )
     assert replaced["model"]["options"] == {}
     small = recipes.resolve("recognition_d2_diffstk_rnn", "small")
-    assert small["model"]["options"] == {"stack_depth": 64, "carry_forward": False}
+    assert small["model"]["options"] == {
+        "stack_depth": 64,
+        "read_depth": 3,
+        "carry_forward": False,
+    }
 
 
 def test_small_scale_overrides_the_paper_scale():
