@@ -113,10 +113,11 @@ class Task:
             **self._builder_arguments(),
         )
 
-    def _shuffled(self, columns):
+    def _shuffled(self, columns, **order):
+        # `order`: `batching.epoch_shuffled`'s `lengths` and `limits` (curriculum).
         train = self.recipe["train"]
         dataset, shuffle = batching.epoch_shuffled(
-            columns, train["batch_size"], train["seed"]
+            columns, train["batch_size"], train["seed"], **order
         )
         return dataset, [shuffle]
 
@@ -321,20 +322,12 @@ class RecognitionTask(Task):
         return inputs, targets, {"next_symbol": mask, "accept": mask}
 
     def train_data(self):
-        columns = self._columns("train")
-        train = self.recipe["train"]
-        if not train["curriculum"]:
-            dataset, callbacks = self._shuffled(columns)
-        else:
+        order = {}
+        if self.recipe["train"]["curriculum"]:
             lengths = self.arrays["train"].lengths
-            dataset, shuffle = batching.epoch_shuffled(
-                columns,
-                train["batch_size"],
-                train["seed"],
-                lengths=lengths,
-                limits=curriculum_limits(lengths, train["epochs"]),
-            )
-            callbacks = [shuffle]
+            limits = curriculum_limits(lengths, self.recipe["train"]["epochs"])
+            order = {"lengths": lengths, "limits": limits}
+        dataset, callbacks = self._shuffled(self._columns("train"), **order)
         return dataset.map(self._as_dicts), callbacks
 
     def validation_data(self):
