@@ -23,6 +23,8 @@ SCALES = ("small", "paper")
 # The task kinds (`training.tasks.TASKS` has a class for each).
 KINDS = ("dyck", "closing_bracket", "recognition", "language_model")
 STEP_LABELS = ("string", "prefix")
+# Which recognition strings train the next-symbol head (see RecognitionTask).
+NEXT_SYMBOL_LOSSES = ("all", "positives")
 # `train.distribute`: one device, `tf.distribute.MirroredStrategy` over this
 # host's devices, or `MultiWorkerMirroredStrategy` over the hosts of TF_CONFIG.
 DISTRIBUTE = ("none", "mirrored", "multi_worker")
@@ -47,6 +49,8 @@ DEFAULTS = {
         "split_scale": 1.0,
         "step_labels": "string",  # or "prefix": per-step targets of `accept`
         "hard_negatives": "swap",  # or "edit": how hard negatives are made
+        # "all" strings or only "positives" train the next-symbol head
+        "next_symbol_loss": "all",
         # language modelling
         "corpus": "ptb",
         "level": "char",
@@ -273,6 +277,11 @@ def check(recipe):
         raise RecipeError(
             "task.hard_negatives must be 'swap' or 'edit'; received "
             f"{task['hard_negatives']!r}."
+        )
+    if task["next_symbol_loss"] not in NEXT_SYMBOL_LOSSES:
+        raise RecipeError(
+            "task.next_symbol_loss must be 'all' or 'positives'; received "
+            f"{task['next_symbol_loss']!r}."
         )
     if train["clipvalue"] is not None and train["clipvalue"] <= 0:
         raise RecipeError(

@@ -309,17 +309,23 @@ class RecognitionTask(Task):
             accept = arrays.prefix_labels  # is the prefix read so far a string?
         else:  # Mali et al.'s loss: the string's label at every step
             accept = np.broadcast_to(arrays.labels[:, None], arrays.mask.shape)
+        next_mask = arrays.mask
+        if self.recipe["task"]["next_symbol_loss"] == "positives":
+            # A negative string is no sample of the language: its next
+            # symbols are noise for a model of the language's strings.
+            next_mask = arrays.mask * arrays.labels[:, None].astype(np.float32)
         return (
             arrays.inputs,
             arrays.targets,
             accept[..., None].astype("float32"),
             arrays.mask,
+            next_mask,
         )
 
     @staticmethod
-    def _as_dicts(inputs, next_symbol, accept, mask):
+    def _as_dicts(inputs, next_symbol, accept, mask, next_mask):
         targets = {"next_symbol": next_symbol, "accept": accept}
-        return inputs, targets, {"next_symbol": mask, "accept": mask}
+        return inputs, targets, {"next_symbol": next_mask, "accept": mask}
 
     def train_data(self):
         order = {}

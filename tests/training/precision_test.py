@@ -76,7 +76,7 @@ def test_mixed_run_reloads_under_either_policy_and_exports_float32(
     full = runs.load_run(run_dir, precision="float32")
     assert full.recipe["train"]["precision"] == "float32"
     assert {layer.dtype_policy.name for layer in full.model.layers} == {"float32"}
-    for mixed, single in zip(own.model.get_weights(), full.model.get_weights()):
+    for mixed, single in zip(own.model.get_weights(), full.model.get_weights(), strict=True):
         np.testing.assert_array_equal(mixed, single)
     atol = {"mixed_bfloat16": 0.1, "mixed_float16": 0.01}[precision]
     np.testing.assert_allclose(own.model(IDS), full.model(IDS), atol=atol)

@@ -28,19 +28,21 @@ def test_options_override_merges_or_replaces():
     )
     assert merged["model"]["options"] == {
         "stack_depth": 64,
-        "read_depth": 3,
+        "stack_width": 5,
+        "read_depth": 1,
         "noise_stddev": 0.1,
     }
     replaced = recipes.resolve(
         "recognition_d2_diffstk_rnn", "small", ["model.cell=lstm", "model.options={}"]
     )
     assert replaced["model"]["options"] == {}
-    small = recipes.resolve("recognition_d2_diffstk_rnn", "small")
+    small = recipes.resolve("recognition_d2_diffstk_rnn", "small", ["train.seed=1"])
     assert small["model"]["options"] == {
         "stack_depth": 64,
-        "read_depth": 3,
-        "carry_forward": False,
+        "stack_width": 5,
+        "read_depth": 1,
     }
+    assert small["train"]["seed"] == 1
 
 
 def test_small_scale_overrides_the_paper_scale():
