@@ -23,9 +23,7 @@ def _compute_dtypes(model):
 
 @pytest.mark.parametrize("kind", ["dyck", "recognition", "closing_bracket"])
 @pytest.mark.parametrize("precision", MIXED)
-def test_models_compute_in_the_policy_with_float32_weights_and_outputs(
-    kind, precision
-):
+def test_models_compute_in_the_policy_with_float32_weights_and_outputs(kind, precision):
     recipe = tiny_recipe(kind, extra=[f"train.precision={precision}"])
     model = make_task(recipe).build_model()
     assert keras.config.dtype_policy().name == "float32"  # restored
@@ -63,9 +61,7 @@ def test_float16_training_scales_the_loss(tmp_path):
 
 
 @pytest.mark.parametrize("precision", MIXED)
-def test_mixed_run_reloads_under_either_policy_and_exports_float32(
-    precision, tmp_path
-):
+def test_mixed_run_reloads_under_either_policy_and_exports_float32(precision, tmp_path):
     recipe = tiny_recipe("dyck", extra=[f"train.precision={precision}"])
     run_dir = tmp_path / "run"
     metrics = runs.train_run(recipe, run_dir)
@@ -76,7 +72,9 @@ def test_mixed_run_reloads_under_either_policy_and_exports_float32(
     full = runs.load_run(run_dir, precision="float32")
     assert full.recipe["train"]["precision"] == "float32"
     assert {layer.dtype_policy.name for layer in full.model.layers} == {"float32"}
-    for mixed, single in zip(own.model.get_weights(), full.model.get_weights(), strict=True):
+    for mixed, single in zip(
+        own.model.get_weights(), full.model.get_weights(), strict=True
+    ):
         np.testing.assert_array_equal(mixed, single)
     atol = {"mixed_bfloat16": 0.1, "mixed_float16": 0.01}[precision]
     np.testing.assert_allclose(own.model(IDS), full.model(IDS), atol=atol)
