@@ -267,7 +267,14 @@ class ClosingBracketTask(DyckTask):
 
 
 class RecognitionTask(Task):
-    """Recognition of Dyck-n or palindromes with Mali et al.'s hybrid loss."""
+    """Recognition of Dyck-n or palindromes with Mali et al.'s hybrid loss.
+
+    `task.step_labels` sets the `accept` head's per-step target (the string's
+    label, or the prefix's membership); `task.next_symbol_loss` which strings
+    train the `next_symbol` head: `"all"`, or `"positives"` (a negative's
+    continuation is not a sample of the language; with it in the loss no
+    stack cell learned to use its stack, see the README).
+    """
 
     head = "recognizer"
     # "train" for the tables' train columns; "test_mixed": their captions' test

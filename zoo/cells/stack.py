@@ -383,10 +383,13 @@ class DiffStkRNNCell(DiffStkCell):
         stack_depth: Positive integer, number of stack elements. Default: 64.
         stack_width: Positive integer, entries per element. Default: 1.
         read_depth: Positive integer, number of top elements read through
-            `P`. Default: 1. Mali et al. write the read as `P S_{t-1}^0` but
-            give `P` as "m x 3" with scalar elements (`D` is 1 x m), i.e. the
-            top 3 elements, as in Joulin & Mikolov's `P s^k_{t-1}`; their
-            recipes here set 3.
+            `P`. Default: 1. Mali et al. read "the top-most element"
+            `S_{t-1}[0]` through `P`, "m x 3", which fits elements of 3
+            entries (`stack_width`; their `D`, "1 x m", would make them
+            scalars). Their recipes here read the top element of 5 entries,
+            the `memory_dim` of Suzgun et al.'s (2019) Stack-RNN: with 3
+            entries, or the top 3 scalars, the controller did not learn D2
+            (see the README).
         use_noop: Whether the actions include NO-OP; `carry_forward` needs
             it. Default: `True`.
         empty_value: Value of an empty element. Default: -1.0.
