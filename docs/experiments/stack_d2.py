@@ -21,10 +21,11 @@ import numpy as np
 import tensorflow as tf
 
 import zoo
-from training import metrics
+from training import recipes
 from training.analysis import stack
 from training.data import recognition
 from training.data.dyck import FIRST_BRACKET_ID
+from training.tasks import make_task
 
 
 def arguments():
@@ -47,23 +48,10 @@ def arguments():
     return parser.parse_args()
 
 
-def accuracies(model, arrays):
+def accuracies(model, task, split):
     """Final-step, strict accept-only and strict accuracy of one split."""
-    outputs = model.predict(arrays.inputs, batch_size=256, verbose=0)
-    accept = outputs["accept"][..., 0]
-    final = metrics.recognition_accuracy(accept, arrays.labels, arrays.lengths)
-    accept_only = metrics.strict_recognition_accuracy(
-        accept, arrays.prefix_labels, arrays.lengths
-    )
-    strict = metrics.strict_recognition_accuracy(
-        accept,
-        arrays.prefix_labels,
-        arrays.lengths,
-        labels=arrays.labels,
-        next_symbol=outputs["next_symbol"],
-        legal_next=arrays.legal_next,
-    )
-    return [round(a.overall, 3) for a in (final, accept_only, strict)]
+    scores = task.evaluate(model, split)
+    return [round(scores[key], 3) for key in ("accuracy", "strict_accept", "strict")]
 
 
 def actions(model, arrays, strings=200):
@@ -92,8 +80,10 @@ def main():
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.utils.set_random_seed(args.seed)
-    splits = recognition.mali_splits("D2", seed=args.seed, scale=args.scale)
-    arrays = {name: recognition.frame(split, "D2") for name, split in splits.items()}
+    # The D2 recipe's data: Mali et al.'s splits, swap negatives, prefix labels.
+    overrides = [f"task.split_scale={args.scale}", f"train.seed={args.seed}"]
+    task = make_task(recipes.resolve("recognition_d2_diffstk_rnn", "paper", overrides))
+    arrays = task.arrays
     options = {}
     if args.cell.startswith(("diffstk", "stack")):
         options = {
@@ -135,12 +125,12 @@ def main():
         traced = actions(model, arrays["valid"]) if options else []
         print(
             f"epoch {epoch} {losses} valid final/strict-accept/strict "
-            f"{accuracies(model, arrays['valid'])} agreement/push-on-open/"
+            f"{accuracies(model, task, 'valid')} agreement/push-on-open/"
             f"pop-on-close {traced} {time.time() - start:.0f} s",
             flush=True,
         )
     for name in ("train", "test", "test_mixed"):
-        print(name, "final/strict-accept/strict", accuracies(model, arrays[name]))
+        print(name, "final/strict-accept/strict", accuracies(model, task, name))
 
 
 if __name__ == "__main__":
