@@ -35,8 +35,24 @@ from training.analysis.loading import (
 ANALYSES = ("surprisal", "pabs", "routing", "stack", "ldpa")
 
 
-def run_label(run_dir, recipe):
-    return f"{recipe['model']['cell']} ({Path(run_dir).name})"
+def run_names(run_dirs):
+    """Short names that tell the runs apart, for labels and file names.
+
+    The folder's name, with as many parent folders as it takes to make the
+    names differ (`lstm_m4-seed-0`, `lstm_m6-seed-0` for the runner's
+    `OUT/runs/ROW/seed-N`), so no run's picture or numbers replace another's.
+    """
+    parts = [Path(d).resolve().parts for d in run_dirs]
+    if len(set(parts)) < len(parts):
+        raise ValueError("a run directory is given twice; expected each once.")
+    depth = 1
+    while len({p[-depth:] for p in parts}) < len(parts):
+        depth += 1
+    return ["-".join(p[-depth:]) for p in parts]
+
+
+def run_label(name, recipe):
+    return f"{recipe['model']['cell']} ({name})"
 
 
 def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
@@ -54,7 +70,10 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
         [scoring.token_losses(t.build_model, m, ids) for _, _, t, m in loaded]
     )
     result = surprisal.in_bits(surprisal.recovery(losses, fraction, steps))
-    labels = [run_label(d, r) for d, (r, *_) in zip(run_dirs, loaded, strict=True)]
+    labels = [
+        run_label(name, r)
+        for name, (r, *_) in zip(run_names(run_dirs), loaded, strict=True)
+    ]
     result.update({"runs": labels, "unit": "bits", "split": split})
     level = loaded[0][0]["task"]["level"]  # PTB characters are read as words
     unit = "bits/char" if level == "char" else f"bits/{level}"
@@ -65,14 +84,13 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
 
 def analyze_pabs(run_dirs, out, split=None):
     results = {}
-    for run_dir in run_dirs:
+    for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         recipe, _, _, model = load(run_dir)
         angles = pabs.pairwise_angles(model)
-        name = Path(run_dir).name
         pabs.plot(
             angles,
             out / f"pabs-{name}.png",
-            title=f"Principal angles: {run_label(run_dir, recipe)}",
+            title=f"Principal angles: {run_label(name, recipe)}",
         )
         results[name] = angles
     runs.write_json(out / "pabs.json", results)
@@ -81,7 +99,7 @@ def analyze_pabs(run_dirs, out, split=None):
 
 def analyze_routing(run_dirs, out, split, texts=(), samples=4):
     results = {}
-    for run_dir in run_dirs:
+    for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         recipe, vocabulary, task, model = load(run_dir)
         routing.routed_layers(model)
         strings = (
@@ -93,7 +111,6 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
         for row, string in enumerate(strings):
             padded[row, : len(string)] = string
         tokens = [token_names(vocabulary, s) for s in strings]
-        name = Path(run_dir).name
         rows = []
         for layer, groups, weights in routing.routing_weights(model, padded):
             per_token = routing.mean_weight_per_token(tokens, weights)
@@ -103,7 +120,7 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
                 weights,
                 groups,
                 out / f"routing-{name}-{layer}.png",
-                title=f"Routing: {run_label(run_dir, recipe)}, {layer}",
+                title=f"Routing: {run_label(name, recipe)}, {layer}",
                 choice_name="cell" if groups == ["alpha"] else "choice",
             )
         plots.write_table(out / f"routing-{name}.csv", rows)
@@ -113,7 +130,7 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
 
 def analyze_stack(run_dirs, out, split, texts=(), samples=3):
     results = {}
-    for run_dir in run_dirs:
+    for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         recipe, vocabulary, task, model = load(run_dir)
         check_kind(recipe, ("recognition",), "stack", run_dir)
         stack.check_stack_recognizer(model)
@@ -129,12 +146,11 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
         counted = sum(s["steps"] for s in shares)
         shown = encode_texts(task, texts) if texts else positives[:samples]
         traced = stack.trace(model, shown)
-        name = Path(run_dir).name
         stack.plot(
             [token_names(vocabulary, s) for s in shown],
             traced,
             out / f"stack-{name}.png",
-            title=f"Stack actions: {run_label(run_dir, recipe)}",
+            title=f"Stack actions: {run_label(name, recipe)}",
         )
         results[name] = {
             "split": split,
@@ -158,11 +174,11 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
 
 def analyze_ldpa(run_dirs, out, split):
     metrics = {}
-    for run_dir in run_dirs:
+    for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         recipe, _, task, model = load(run_dir)
         check_kind(recipe, ("dyck", "dyck_closing"), "ldpa", run_dir)
         check_split(task, split)
-        metrics[run_label(run_dir, recipe)] = task.evaluate(model, split)
+        metrics[run_label(name, recipe)] = task.evaluate(model, split)
     ldpa.plot(metrics, out / "ldpa.png")
     plots.write_table(out / "ldpa.csv", ldpa.table_rows(metrics))
     return metrics

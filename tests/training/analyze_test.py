@@ -104,6 +104,40 @@ def test_stack_and_ldpa(tmp_path, capsys):
     assert (out / "ldpa.csv").read_text().startswith("run,distance,ldpa,positions")
 
 
+def test_runs_of_the_same_folder_name_keep_their_own_results(tmp_path, corpus):
+    # The runner's layout: OUT/runs/ROW/seed-N, so every row has a "seed-0".
+    made = []
+    for row, choices in (("k2", 2), ("k3", 3)):
+        (tmp_path / row).mkdir()
+        options = f'{{"num_choices": {choices}}}'
+        made.append(
+            language_model(tmp_path / row, corpus, "seed-0", "mmlstm", options=options)
+        )
+    out = tmp_path / "o"
+    assert analyze.main(["pabs", *map(str, made), "--out", str(out)]) == 0
+    angles = json.loads((out / "pabs.json").read_text())
+    # Per gate (4), 2 choice matrices give 1 pair and 3 give 3: neither run's
+    # angles replaced the other's.
+    assert {name: len(pairs) for name, pairs in angles.items()} == {
+        "k2-seed-0": 4,
+        "k3-seed-0": 12,
+    }
+    assert (out / "pabs-k2-seed-0.png").is_file()
+    assert (out / "pabs-k3-seed-0.png").is_file()
+    assert analyze.main(["routing", *map(str, made), "--out", str(out)]) == 0
+    assert (out / "routing-k2-seed-0.csv").is_file()
+    assert (out / "routing-k3-seed-0.csv").is_file()
+
+
+def test_a_run_given_twice_is_one_line_and_status_2(tmp_path, corpus, capsys):
+    lm = str(language_model(tmp_path, corpus, "lm", "lstm"))
+    with pytest.raises(SystemExit) as exit_:
+        analyze.main(["surprisal", lm, lm + "/", "--out", str(tmp_path / "o")])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert "given twice" in error and len(error.strip().splitlines()) == 1
+
+
 def test_syntax_on_a_json_lines_suite(tmp_path, corpus, capsys):
     run = language_model(tmp_path, corpus, "lm", "lstm")
     suite = tmp_path / "suite.jsonl"
