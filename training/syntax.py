@@ -61,6 +61,7 @@ def report(result):
     sections = [("overall", result["overall"])]
     sections += [(f"category {n}", s) for n, s in result["categories"].items()]
     sections += list(result["suites"].items())
+    sections += [(f"{name}, animacy pooled", s) for name, s in result["pooled"].items()]
     for name, summary in sections:
         accuracy = summary["accuracy"]
         clean = summary["accuracy_without_oov"]

@@ -133,15 +133,27 @@ def _summary(correct, scored, with_oov, correct_clean, clean, skipped):
     }
 
 
+def pooled_suite(suite):
+    """The test set with its animacy split undone: `npi_across_anim (...)` and
+    `npi_across_inanim (...)` are both `npi_across (...)`, the rows of Marvin
+    & Linzen's tables and of the second-order report's Table 3."""
+    name, bracket, contrast = suite.partition(" (")
+    for ending in ("_anim", "_inanim"):
+        if name.endswith(ending):
+            return name.removesuffix(ending) + bracket + contrast
+    return suite
+
+
 def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
     """Accuracy on `pairs` (`training.data.minimal_pairs.MinimalPair`s).
 
     Returns:
-        A dict with `"overall"`, `"categories"`, `"suites"` and
+        A dict with `"overall"`, `"categories"`, `"suites"`, `"pooled"` and
         `"conditions"`, each a summary (`accuracy`, `pairs`, `scored`,
         `skipped`, `with_oov`, `accuracy_without_oov`, `without_oov`); the
         keys of `"suites"` are `suite` or `suite (contrast)`, those of
-        `"conditions"` add `: condition`.
+        `"pooled"` the suites split by animacy with the split undone
+        (`pooled_suite`), those of `"conditions"` add `: condition`.
     """
     if not pairs:
         raise ValueError("No minimal pairs to score; expected at least one.")
@@ -155,6 +167,9 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
         suite = f"{pair.suite} ({pair.contrast})" if pair.contrast else pair.suite
         keys = ("overall", f"category:{pair.category}", f"suite:{suite}")
         keys += (f"condition:{suite}: {pair.condition}",)
+        pooled = pooled_suite(suite)
+        if pooled != suite:
+            keys += (f"pooled:{pooled}",)
         skipped = (
             np.isnan(scores[good]) or np.isnan(scores[bad]) or ids[good] == ids[bad]
         )
@@ -170,6 +185,7 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
     for section, prefix in (
         ("categories", "category:"),
         ("suites", "suite:"),
+        ("pooled", "pooled:"),
         ("conditions", "condition:"),
     ):
         result[section] = {
@@ -188,9 +204,10 @@ def table_rows(result):
     for level, section in (
         ("category", "categories"),
         ("suite", "suites"),
+        ("pooled", "pooled"),
         ("condition", "conditions"),
     ):
-        for name, summary in result[section].items():
+        for name, summary in result.get(section, {}).items():
             rows.append({"level": level, "name": name, **summary})
     return rows
 

@@ -1,3 +1,5 @@
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -78,7 +80,32 @@ def test_triples_are_reported_by_contrast(tmp_path):
         "npi (intrusive vs. ungrammatical)",
     }
     assert len(syntax.table_rows(result)) == 1 + 2 + 2
+    assert result["pooled"] == {}
     assert syntax.plot(result, tmp_path / "syntax.png").is_file()
+
+
+def test_animate_and_inanimate_sets_are_pooled():
+    model = preferring(BIAS)
+    right = MinimalPair("the author laughs", "the author laugh", "x", "c", "npi")
+    wrong = MinimalPair("the author laugh", "the author laughs", "x", "c", "npi")
+    contrast = "grammatical vs. intrusive"
+    triples = [
+        # Two animate pairs right and one inanimate pair wrong: pooled 2 of 3.
+        dataclasses.replace(right, suite="npi_across_anim", contrast=contrast),
+        dataclasses.replace(right, suite="npi_across_anim", contrast=contrast),
+        dataclasses.replace(wrong, suite="npi_across_inanim", contrast=contrast),
+        dataclasses.replace(right, suite="simple_npi_anim", contrast=contrast),
+        dataclasses.replace(right, suite="sent_comp"),
+    ]
+    result = syntax.evaluate_pairs(model, VOCABULARY, triples)
+    assert set(result["pooled"]) == {
+        f"npi_across ({contrast})",
+        f"simple_npi ({contrast})",
+    }
+    pooled = result["pooled"][f"npi_across ({contrast})"]
+    assert pooled["scored"] == 3 and pooled["accuracy"] == pytest.approx(2 / 3)
+    assert result["suites"][f"npi_across_inanim ({contrast})"]["accuracy"] == 0.0
+    assert syntax.pooled_suite("long_vp_coord") == "long_vp_coord"
 
 
 def test_no_pairs_is_an_error():
