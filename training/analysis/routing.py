@@ -111,6 +111,10 @@ def table_rows(layer, groups, per_token):
     return rows
 
 
+def _shortened(token, longest=12):
+    return token if len(token) <= longest else token[: longest - 1] + "…"
+
+
 def plot(tokens, weights, groups, path, title, choice_name="cell", max_tokens=40):
     """Each token coloured by its winning cell or choice and shaded by its weight.
 
@@ -118,44 +122,48 @@ def plot(tokens, weights, groups, path, title, choice_name="cell", max_tokens=40
     """
     rows = [(s, g) for s in range(len(tokens)) for g in range(len(groups))]
     width = min(max_tokens, max(len(t) for t in tokens))
-    longest = max(len(token) for string in tokens for token in string[:width])
-    cell_width = max(1.0, longest * 0.55)
+    tokens = [[_shortened(token) for token in string[:width]] for string in tokens]
+    longest = max(len(token) for string in tokens for token in string)
+    # Words are written upright in their boxes, so a row of 40 stays readable;
+    # characters and brackets across.
+    upright = longest > 3
     fig, ax = plots.figure(
         title,
         "token position",
         "string" if len(groups) == 1 else "string, key",
-        height=1.2 + 0.45 * len(rows),
+        height=1.2 + max(0.45, 0.075 * longest + 0.15 if upright else 0) * len(rows),
     )
     choices = weights.shape[-1]
     for y, (string, group) in enumerate(rows):
-        for t, token in enumerate(tokens[string][:width]):
+        for t, token in enumerate(tokens[string]):
             winner = int(np.argmax(weights[string, t, group]))
             shade = float(weights[string, t, group, winner])
             ax.add_patch(
                 Rectangle(
-                    (t * cell_width, -y - 0.45),
-                    cell_width * 0.95,
+                    (t, -y - 0.45),
+                    0.95,
                     0.9,
                     facecolor=f"C{winner}",
                     alpha=shade,
                 )
             )
             ax.text(
-                (t + 0.475) * cell_width,
+                t + 0.475,
                 -y,
                 token,
                 ha="center",
                 va="center",
-                fontsize=7 if longest > 3 else 9,
+                fontsize=7 if upright else 9,
+                rotation=90 if upright else 0,
             )
-    ax.set_xlim(0, width * cell_width)
+    ax.set_xlim(0, width)
     ax.set_ylim(-len(rows) + 0.4, 0.6)
     ax.set_yticks([-y for y in range(len(rows))])
     ax.set_yticklabels(
         [f"{s + 1}" if len(groups) == 1 else f"{s + 1}, {groups[g]}" for s, g in rows]
     )
     ticks = range(0, width, max(1, width // 10))
-    ax.set_xticks([(t + 0.475) * cell_width for t in ticks])
+    ax.set_xticks([t + 0.475 for t in ticks])
     ax.set_xticklabels([str(t) for t in ticks])
     ax.legend(
         handles=[
