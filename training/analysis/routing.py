@@ -125,8 +125,8 @@ def plot(tokens, weights, groups, path, title, choice_name="cell", max_tokens=40
     tokens = [[_shortened(token) for token in string[:width]] for string in tokens]
     longest = max(len(token) for string in tokens for token in string)
     # Words are written upright in their boxes, so a row of 40 stays readable;
-    # characters and brackets across.
-    upright = longest > 3
+    # characters and brackets across, a longer mark among them upright.
+    upright = np.median([len(token) for string in tokens for token in string]) > 2
     fig, ax = plots.figure(
         title,
         "token position",
@@ -147,14 +147,15 @@ def plot(tokens, weights, groups, path, title, choice_name="cell", max_tokens=40
                     alpha=shade,
                 )
             )
+            turned = upright or len(token) > 2  # e.g. <eos> among characters
             ax.text(
                 t + 0.475,
                 -y,
                 token,
                 ha="center",
                 va="center",
-                fontsize=7 if upright else 9,
-                rotation=90 if upright else 0,
+                fontsize=7 if turned else 9,
+                rotation=90 if turned else 0,
             )
     ax.set_xlim(0, width)
     ax.set_ylim(-len(rows) + 0.4, 0.6)
