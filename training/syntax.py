@@ -55,18 +55,20 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
 
 
 def report(result):
-    lines = [
-        f"{'':56}{'accuracy':>9}{'scored':>8}{'skipped':>8}{'OOV':>7}{'no-OOV acc':>11}"
-    ]
     sections = [("overall", result["overall"])]
     sections += [(f"category {n}", s) for n, s in result["categories"].items()]
     sections += list(result["suites"].items())
     sections += [(f"{name}, animacy pooled", s) for name, s in result["pooled"].items()]
+    width = max(len(name) for name, _ in sections) + 1  # names are never cut
+    lines = [
+        f"{'':{width}}"
+        f"{'accuracy':>9}{'scored':>8}{'skipped':>8}{'OOV':>7}{'no-OOV acc':>11}"
+    ]
     for name, summary in sections:
         accuracy = summary["accuracy"]
         clean = summary["accuracy_without_oov"]
         lines.append(
-            f"{name[:55]:56}"
+            f"{name:{width}}"
             f"{'-' if accuracy is None else f'{accuracy:.3f}':>9}"
             f"{summary['scored']:>8}{summary['skipped']:>8}{summary['with_oov']:>7}"
             f"{'-' if clean is None else f'{clean:.3f}':>11}"

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import zoo
+from training import syntax as syntax_cli
 from training.analysis import syntax
 from training.data.minimal_pairs import MinimalPair
 from training.data.tokenize import Vocabulary
@@ -106,6 +107,9 @@ def test_animate_and_inanimate_sets_are_pooled():
     assert pooled["scored"] == 3 and pooled["accuracy"] == pytest.approx(2 / 3)
     assert result["suites"][f"npi_across_inanim ({contrast})"]["accuracy"] == 0.0
     assert syntax.pooled_suite("long_vp_coord") == "long_vp_coord"
+    # The printed table cuts no name, however long.
+    printed = syntax_cli.report(result)
+    assert f"simple_npi ({contrast}), animacy pooled " in printed
 
 
 def test_no_pairs_is_an_error():
