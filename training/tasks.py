@@ -40,6 +40,7 @@ import tensorflow as tf
 
 import zoo
 from training import metrics as metrics_lib
+from training.analysis import scoring
 from training.callbacks import ResetStatesEachEpoch
 from training.data import batching, corpora, dyck, recognition
 from training.data.tokenize import Vocabulary
@@ -509,24 +510,15 @@ class LanguageModelTask(Task):
         `(tokens - 1) % EVAL_ROWS` tokens are left out; `tokens` says how
         many were scored).
         """
-        evaluator = self.build_model(stateful=True, batch_size=EVAL_ROWS)
-        evaluator.set_weights(model.get_weights())
-        zoo.reset_states(evaluator)
-        ids = self.encoded[split].ids
-        total, count = 0.0, 0
-        for inputs, targets in batching.tbptt_arrays(
-            ids,
-            EVAL_ROWS,
-            min(self.sequence_length * 8, (len(ids) - 1) // EVAL_ROWS),
-            drop_remainder=False,
-        ):
-            logits = evaluator(inputs, training=False)
-            losses = keras.losses.sparse_categorical_crossentropy(
-                targets, logits, from_logits=True
-            )
-            total += float(keras.ops.sum(losses))
-            count += targets.size
-        entropy = total / count
+        losses = scoring.token_losses(
+            self.build_model,
+            model,
+            self.encoded[split].ids,
+            rows=EVAL_ROWS,
+            segment=self.sequence_length * 8,
+        )
+        count = losses.size
+        entropy = float(losses.sum(dtype="float64")) / count
         return {
             "cross_entropy": entropy,
             "perplexity": metrics_lib.perplexity(entropy),

@@ -7,6 +7,7 @@ the model, so the recurrent state runs from each row's start to its end.
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 import zoo
 from training.data import batching
@@ -59,8 +60,13 @@ def token_losses(build_model, model, ids, rows=10, segment=400):
     """
     ids = check_stream(ids, rows)
     evaluator = stateful_copy(build_model, model, rows)
+    # One graph for the recurrent loop (two traces: full and last segment);
+    # called eagerly, keras.layers.RNN steps in Python, several times slower.
+    score = tf.function(
+        lambda inputs, targets: segment_losses(evaluator, inputs, targets)
+    )
     pieces = [
-        keras.ops.convert_to_numpy(segment_losses(evaluator, inputs, targets))
+        score(inputs, targets).numpy()
         for inputs, targets in segments(ids, rows, segment)
     ]
     return np.concatenate(pieces, axis=1)
