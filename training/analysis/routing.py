@@ -127,11 +127,12 @@ def plot(tokens, weights, groups, path, title, choice_name="cell", max_tokens=40
     # Words are written upright in their boxes, so a row of 40 stays readable;
     # characters and brackets across, a longer mark among them upright.
     upright = np.median([len(token) for string in tokens for token in string]) > 2
+    row_height = max(0.45, 0.075 * longest + 0.15) if upright else 0.45  # inches
     fig, ax = plots.figure(
         title,
         "token position",
         "string" if len(groups) == 1 else "string, key",
-        height=1.2 + max(0.45, 0.075 * longest + 0.15 if upright else 0) * len(rows),
+        height=1.2 + row_height * len(rows),
     )
     choices = weights.shape[-1]
     for y, (string, group) in enumerate(rows):

@@ -207,7 +207,7 @@ def table_rows(result):
         ("pooled", "pooled"),
         ("condition", "conditions"),
     ):
-        for name, summary in result.get(section, {}).items():
+        for name, summary in result[section].items():
             rows.append({"level": level, "name": name, **summary})
     return rows
 
