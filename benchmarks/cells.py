@@ -2,6 +2,7 @@
 
     python benchmarks/cells.py [--units 256] [--batch 32] [--steps 3]
         [--lengths 128 2048] [--cells mlstm mrnn ...] [--xla-lengths 512 2048]
+        [--policy float32] [--no-cudnn]
 
 In one process, for each cell (and each variant below): a model of one
 recurrent layer (inputs of `units` features, or token ids for cells that read
@@ -14,7 +15,15 @@ the cell's FLOP share of the LSTM (its multiply-adds per step over the
 LSTM's, from the weights a step uses), and throughput at the longest length
 over the shortest. Targets: time ratio <= 1.1 x FLOP share, length
 ratio >= 0.8. `--xla-lengths` first times keras.layers.LSTM with and without
-`jit_compile` (the compile-mode choice of `zoo.default_jit_compile`).
+`jit_compile` (the compile-mode choice of `zoo.default_jit_compile`; on the
+TensorFlow backend only: JAX compiles every step). `--policy` is the
+`keras.mixed_precision` policy every model is built under. `--no-cudnn`
+builds the reference with `use_cudnn=False`, the generic loop the zoo cells
+run in: on the JAX backend cuDNN's RNN kernel takes no bfloat16 (jaxlib
+0.11: "Unknown output type bfloat16").
+
+The script runs on any Keras 3 backend (`KERAS_BACKEND=jax`), which is how
+the GPU numbers in benchmarks/README.md were taken.
 """
 
 import argparse
@@ -24,10 +33,10 @@ from unittest import mock
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import zoo
 from zoo.cells import multi_matrix
+from zoo.devices import gpu_visible
 
 
 def naive_mixed_transition(h_prev, choice_kernels, keys):
@@ -110,15 +119,28 @@ def main():
     parser.add_argument("--lengths", type=int, nargs="+", default=[128, 2048])
     parser.add_argument("--cells", nargs="+", default=None)
     parser.add_argument("--xla-lengths", type=int, nargs="*", default=[512, 2048])
+    parser.add_argument("--policy", default="float32")
+    parser.add_argument("--no-cudnn", action="store_true")
     args = parser.parse_args()
-    tf.get_logger().setLevel("ERROR")  # one model per configuration retraces
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")  # one model per configuration retraces
+    keras.mixed_precision.set_global_policy(args.policy)
     units, batch = args.units, args.batch
 
     def lstm_layer():
-        return keras.layers.LSTM(units, return_sequences=True)
+        use_cudnn = False if args.no_cudnn else "auto"
+        return keras.layers.LSTM(units, return_sequences=True, use_cudnn=use_cudnn)
 
-    print(f"units {units}, batch {batch}, {args.steps} timed steps, CPU")
-    for length in args.xla_lengths:
+    device = "GPU" if gpu_visible() else "CPU"
+    print(
+        f"units {units}, batch {batch}, {args.steps} timed steps, {device}, "
+        f"Keras {keras.__version__} on {backend}, policy {args.policy}"
+        + (", reference without cuDNN" if args.no_cudnn else "")
+    )
+    for length in args.xla_lengths if backend == "tensorflow" else []:
         rates = [
             time_training(lstm_layer, batch, length, units, 1, jit, False)
             for jit in (False, True)

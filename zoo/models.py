@@ -11,11 +11,11 @@ stack actions of a recognizer built on a stack cell.
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from zoo.cells.stack import trace_stack
 from zoo.checks import check_number, check_positive_int
+from zoo.devices import gpu_visible
 from zoo.registry import cell_takes_vocab_size, get_cell_class
 from zoo.walk import walk_layers
 
@@ -23,11 +23,15 @@ from zoo.walk import walk_layers
 def default_jit_compile():
     """Returns whether to compile with XLA here: on a GPU yes, on a CPU no.
 
-    XLA on CPU makes recurrent loops superlinear in sequence length (see
-    benchmarks/README.md), so the zoo compiles with XLA only when a GPU is
-    visible. Pass the result as `model.compile(..., jit_compile=...)`.
+    On the TensorFlow backend XLA on CPU makes recurrent loops superlinear in
+    sequence length (see benchmarks/README.md), so the zoo compiles with XLA
+    only when a GPU is visible. Other backends keep Keras's own choice
+    ("auto": JAX compiles every step). Pass the result as
+    `model.compile(..., jit_compile=...)`.
     """
-    return bool(tf.config.list_physical_devices("GPU"))
+    if keras.backend.backend() != "tensorflow":
+        return "auto"
+    return gpu_visible()
 
 
 def recurrent_layer(cell, units, **options):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import zoo
+from zoo.devices import gpu_visible
 from zoo.models import language_model
 
 VOCAB, UNITS = 11, 8
@@ -140,3 +141,13 @@ def test_invalid_arguments(kwargs, message):
 def test_get_cell_rejects_unknown_options():
     with pytest.raises(ValueError, match="Unrecognized keyword arguments"):
         zoo.get_cell("mrnn", 4, forget_bias=1.0)
+
+
+def test_device_defaults_follow_the_backend(monkeypatch):
+    # On this CPU with TensorFlow: no GPU, so no XLA and minGRU scans in a loop.
+    assert gpu_visible() is False
+    assert zoo.default_jit_compile() is False
+    assert zoo.MinGRU(4).parallel is False
+    # Another backend keeps Keras's own compile choice.
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    assert zoo.default_jit_compile() == "auto"

@@ -13,6 +13,7 @@ from keras import ops
 
 from zoo.cells.base import ZooCell
 from zoo.checks import check_choice
+from zoo.devices import gpu_visible
 from zoo.registry import register_cell
 
 MODES = ("auto", "parallel", "sequential")
@@ -231,13 +232,6 @@ class MinLSTMCell(ZooCell):
         return config
 
 
-def _accelerator_visible():
-    """Whether TensorFlow sees a GPU, which makes the parallel scan pay."""
-    import tensorflow as tf
-
-    return bool(tf.config.list_physical_devices("GPU"))
-
-
 class _MinimalRNN(keras.layers.RNN):
     """`keras.layers.RNN` over a minimal cell, with a parallel path."""
 
@@ -279,9 +273,7 @@ class _MinimalRNN(keras.layers.RNN):
         )
         self.units = units
         self.mode = mode
-        self.parallel = mode == "parallel" or (
-            mode == "auto" and _accelerator_visible()
-        )
+        self.parallel = mode == "parallel" or (mode == "auto" and gpu_visible())
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if not self.parallel:
