@@ -9,17 +9,31 @@ import keras
 
 import zoo
 from zoo.cells.second_order import second_order_cells
-from zoo.checks import check_number
+from zoo.checks import check_number, check_positive_int
 
 
 class ResetStatesEachEpoch(keras.callbacks.Callback):
     """Zeroes the recurrent state before each epoch and around each evaluation.
 
     For stateful models trained with truncated BPTT (`zoo.reset_states`).
+    With `every`, the training state is also zeroed before every `every`-th
+    batch of an epoch (batches `every`, `2 every`, ...): the model then learns
+    to predict from a fresh state, as evaluation starts, and cannot come to
+    rely on a state carried over a whole epoch (`train.reset_every`).
     """
+
+    def __init__(self, every=None):
+        super().__init__()
+        if every is not None:
+            check_positive_int("every", every)
+        self.every = every
 
     def on_epoch_begin(self, epoch, logs=None):
         zoo.reset_states(self.model)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.every is not None and batch > 0 and batch % self.every == 0:
+            zoo.reset_states(self.model)
 
     def on_test_begin(self, logs=None):
         zoo.reset_states(self.model)

@@ -85,6 +85,7 @@ DEFAULTS = {
         "eval_temperature": None,  # tau set for evaluation (second-order LSTM)
         "stop_below_loss": None,  # stop once the validation loss is below it
         "stateful": False,
+        "reset_every": None,  # stateful: also zero the state every N batches
         "max_steps_per_epoch": None,
         "distribute": "none",  # one of DISTRIBUTE; batch_size stays global
         "precision": "float32",  # one of PRECISIONS
@@ -296,6 +297,18 @@ def check(recipe):
         raise RecipeError(
             f"train.stateful is for language models; expected false for task.kind "
             f"{kind!r}, received true."
+        )
+    reset_every = train["reset_every"]
+    if reset_every is not None and not (
+        train["stateful"]
+        and isinstance(reset_every, int)
+        and not isinstance(reset_every, bool)
+        and reset_every >= 1
+    ):
+        raise RecipeError(
+            "train.reset_every zeroes a stateful model's state every N batches; "
+            "expected an integer >= 1 with train.stateful=true, received "
+            f"{reset_every!r} with train.stateful={str(train['stateful']).lower()}."
         )
     if task["train_cutoff"] is not None and (
         kind != "language_model" or task["train_cutoff"] < 1

@@ -492,7 +492,8 @@ class LanguageModelTask(Task):
         inputs, targets = self._tbptt("train")
         if self.stateful:  # row b of a batch continues row b of the last one
             dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
-            return dataset, [ResetStatesEachEpoch()]
+            every = self.recipe["train"]["reset_every"]
+            return dataset, [ResetStatesEachEpoch(every)]
         return self._shuffled(
             (
                 inputs.reshape(-1, self.sequence_length),

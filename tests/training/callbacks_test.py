@@ -2,7 +2,11 @@ import keras
 import numpy as np
 import pytest
 
-from training.callbacks import StopBelowLoss, TemperatureAnnealing
+from training.callbacks import (
+    ResetStatesEachEpoch,
+    StopBelowLoss,
+    TemperatureAnnealing,
+)
 from zoo.cells.second_order import SecondOrderLSTMCell, second_order_cells
 
 
@@ -85,3 +89,46 @@ def test_stop_below_loss_stops_once_the_validation_loss_is_below():
     assert not model.stop_training
     callback.on_epoch_end(1, {"val_loss": 0.4})
     assert model.stop_training
+
+
+class StateProbe(keras.callbacks.Callback):
+    """Records, before each training batch, whether the layer's state is zero."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer, self.zero = layer, []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        state = keras.ops.convert_to_numpy(self.layer.states[0])
+        self.zero.append(bool(np.all(state == 0)))
+
+
+@pytest.mark.parametrize(
+    "every, zero",
+    [
+        (None, [True, False, False, False, False] * 2),  # once per epoch
+        (2, [True, False, True, False, True] * 2),
+    ],
+)
+def test_reset_states_zeroes_the_training_state_every_n_batches(every, zero):
+    keras.utils.set_random_seed(0)
+    layer = keras.layers.SimpleRNN(3, stateful=True, return_sequences=True)
+    model = keras.Sequential([keras.Input(batch_shape=(2, 4, 1)), layer])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.ones((10, 4, 1), "float32")
+    probe = StateProbe(layer)
+    model.fit(
+        x,
+        np.zeros((10, 4, 3)),
+        batch_size=2,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[ResetStatesEachEpoch(every), probe],
+    )
+    assert probe.zero == zero
+
+
+def test_reset_states_every_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="`every` must be a positive integer"):
+        ResetStatesEachEpoch(0)

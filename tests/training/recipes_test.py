@@ -87,6 +87,13 @@ def test_small_scale_overrides_the_paper_scale():
         ),
         ("recognition_d2_diffstk_rnn", ["train.clipvalue=0"], "clipvalue must be > 0"),
         ("dyck2_mlstm", ["train.curriculum=true"], "expected task.kind 'recognition'"),
+        ("ptb_word_lstm", ["train.reset_every=0"], "train.reset_every zeroes"),
+        ("ptb_word_lstm", ["train.reset_every=1.5"], "train.reset_every zeroes"),
+        (
+            "ptb_word_lstm",
+            ["train.stateful=false", "train.reset_every=16"],
+            "with train.stateful=false",
+        ),
     ],
 )
 def test_bad_combinations_are_refused_before_any_data(

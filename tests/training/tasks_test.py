@@ -22,7 +22,12 @@ def test_train_data_comes_with_its_callbacks(text_file):
     assert inputs.shape[0] == dyck_task.recipe["train"]["batch_size"]
 
     stateful = make_task(tiny_recipe("language_model", text_file))
-    assert [type(c) for c in stateful.train_data()[1]] == [ResetStatesEachEpoch]
+    [reset] = stateful.train_data()[1]
+    assert type(reset) is ResetStatesEachEpoch and reset.every is None
+    every = make_task(
+        tiny_recipe("language_model", text_file, ["train.reset_every=16"])
+    )
+    assert every.train_data()[1][0].every == 16
     stateless = make_task(
         tiny_recipe("language_model", text_file, ["train.stateful=false"])
     )
