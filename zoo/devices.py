@@ -1,7 +1,9 @@
 """Which devices the Keras backend sees, without importing a backend early.
 
-The cells themselves run on any Keras 3 backend; the zoo's device-dependent
-defaults (`zoo.default_jit_compile`, minGRU/minLSTM's `mode="auto"`) ask here.
+The cells are written in `keras.ops` and import without TensorFlow (every
+registered cell trained on the JAX backend in benchmarks/README.md's GPU
+runs); the zoo's device-dependent defaults (`zoo.default_jit_compile`,
+minGRU/minLSTM's `mode="auto"`) ask here.
 """
 
 import keras
