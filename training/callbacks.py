@@ -165,11 +165,15 @@ class RunBackup(keras.callbacks.BackupAndRestore):
     Args:
         backup_dir: The folder of the backup (deleted when training ends).
         log_path: The `CSVLogger` file whose size is recorded, or `None`.
+        facts: A JSON-serializable dict saved with every backup (e.g. the
+            run's compile mode, which a resumed run keeps); `read_metadata`
+            returns it under `"facts"`.
     """
 
-    def __init__(self, backup_dir, log_path=None):
+    def __init__(self, backup_dir, log_path=None, facts=None):
         super().__init__(str(backup_dir))
         self.log_path = None if log_path is None else Path(log_path)
+        self.facts = dict(facts or {})
         self.tracked = []
 
     def track(self, callbacks):
@@ -216,6 +220,7 @@ class RunBackup(keras.callbacks.BackupAndRestore):
             "weights": weights.name,
             "callbacks": [_state_of(callback) for callback in self.tracked],
             "log_size": log_size,
+            "facts": self.facts,
         }
         write_atomically(self._training_metadata_path, json.dumps(metadata))
         for old in folder.glob("epoch-*.weights.h5"):

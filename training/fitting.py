@@ -14,7 +14,7 @@ import os
 import keras
 import tensorflow as tf
 
-import zoo
+from training import compile_mode
 from training.callbacks import RunBackup, StopBelowLoss, TemperatureAnnealing
 
 # `model.fit` arguments that the task's data decide; `fit` refuses them.
@@ -164,11 +164,13 @@ def schedule_callbacks(train, monitor):
     return callbacks
 
 
-def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
+def fit(model, task, callbacks=(), verbose=0, jit_compile=None, **fit_kwargs):
     """Compiles `model` for `task.recipe` and fits it on the task's data.
 
     The optimizer is `make_optimizer`, the loss the task's
-    (`task.compile_arguments()`), XLA as `zoo.default_jit_compile()`. The
+    (`task.compile_arguments()`), XLA as `jit_compile` or else as the
+    recipe's `train.jit_compile` chooses (`compile_mode.for_task`); op
+    determinism follows (`compile_mode.configure_determinism`). The
     data are `task.train_data()` (with the callbacks they need, such as the
     epoch-keyed shuffle's) and `task.validation_data()`; with
     `train.max_steps_per_epoch` the training data repeat and each epoch is
@@ -187,6 +189,8 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
         task: A `training.tasks.Task`.
         callbacks: Callbacks to run first (e.g. the run directory's).
         verbose: `model.fit`'s verbosity. Default: 0 (silent).
+        jit_compile: Whether to compile the steps with XLA (a resumed run
+            passes its first part's choice). Default: the recipe's choice.
         **fit_kwargs: More `model.fit` arguments (`epochs`, `initial_epoch`,
             `class_weight`, `validation_freq`, ...); `epochs` defaults to
             `train.epochs`. Those the task's data decide (`DATA_ARGUMENTS`)
@@ -210,6 +214,9 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
                 "in fitting.distribution_strategy(train).scope(); received one "
                 "built outside any strategy."
             )
+    if jit_compile is None:
+        jit_compile = compile_mode.for_task(task).used
+    compile_mode.configure_determinism(jit_compile)
     train_data, data_callbacks = task.train_data()
     steps = train["max_steps_per_epoch"]
     steps_per_epoch = int(train_data.cardinality()) if steps is None else steps
@@ -225,8 +232,9 @@ def fit(model, task, callbacks=(), verbose=0, **fit_kwargs):
         model.compile(
             optimizer=optimizer,
             **task.compile_arguments(),
-            jit_compile=zoo.default_jit_compile(),
+            jit_compile=bool(jit_compile),
         )
+    compile_mode.check_applied(model, jit_compile)
     callbacks = [*callbacks, *data_callbacks, *schedule_callbacks(train, task.monitor)]
     backups = [c for c in callbacks if isinstance(c, RunBackup)]
     callbacks = [c for c in callbacks if not isinstance(c, RunBackup)]

@@ -89,6 +89,8 @@ DEFAULTS = {
         "max_steps_per_epoch": None,
         "distribute": "none",  # one of DISTRIBUTE; batch_size stays global
         "precision": "float32",  # one of PRECISIONS
+        # XLA: "auto" (training.compile_mode's rule), true or false
+        "jit_compile": "auto",
     },
 }
 
@@ -147,8 +149,19 @@ def _merge(base, update, where):
             base[key] = value
 
 
+# Keys whose values may be of more than their default's type.
+TYPES = {"train.jit_compile": (str, bool)}
+
+
 def _check_type(key, default, value):
     if default is None or value is None:
+        return
+    if key in TYPES:
+        if not isinstance(value, TYPES[key]):
+            raise RecipeError(
+                f"Recipe key {key!r} must be one of "
+                f"{', '.join(t.__name__ for t in TYPES[key])}; received {value!r}."
+            )
         return
     expected = type(default)
     if expected is float and type(value) is int:
@@ -266,6 +279,11 @@ def check(recipe):
         raise RecipeError(
             f"Unknown train.precision {train['precision']!r}; expected one of: "
             f"{', '.join(PRECISIONS)}."
+        )
+    if not (train["jit_compile"] == "auto" or isinstance(train["jit_compile"], bool)):
+        raise RecipeError(
+            'train.jit_compile must be "auto", true or false; received '
+            f"{train['jit_compile']!r}."
         )
     if train["stateful"] and train["distribute"] != "none":
         raise RecipeError(

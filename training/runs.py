@@ -20,10 +20,9 @@ import zipfile
 from pathlib import Path
 
 import keras
-import tensorflow as tf
 
 import zoo
-from training import fitting, recipes
+from training import compile_mode, fitting, recipes
 from training.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
 from training.tasks import make_task
@@ -35,6 +34,8 @@ RECIPE, VOCABULARY, BEST, METRICS = (
     "metrics.json",
 )
 BACKUP, LOG, TENSORBOARD = "backup", "log.csv", "tensorboard"
+# The key of metrics.json that records the compile mode (not a split).
+JIT_COMPILE = "jit_compile"
 
 Run = collections.namedtuple("Run", ["recipe", "vocabulary", "task", "model"])
 Run.__doc__ = (
@@ -80,10 +81,13 @@ def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
     return run_dir
 
 
-def run_directory_callbacks(run_dir, monitor):
-    """The callbacks that write into a run directory: backup, best model, logs."""
+def run_directory_callbacks(run_dir, monitor, facts=None):
+    """The callbacks that write into a run directory: backup, best model, logs.
+
+    `facts` are saved with each backup (`RunBackup`).
+    """
     return [
-        RunBackup(run_dir / BACKUP, log_path=run_dir / LOG),
+        RunBackup(run_dir / BACKUP, log_path=run_dir / LOG, facts=facts),
         AtomicModelCheckpoint(run_dir / BEST, monitor=monitor, save_best_only=True),
         keras.callbacks.CSVLogger(str(run_dir / LOG), append=True),
         keras.callbacks.TensorBoard(str(run_dir / TENSORBOARD), write_graph=False),
@@ -93,13 +97,15 @@ def run_directory_callbacks(run_dir, monitor):
 def train_run(recipe, run_dir, verbose=0, callbacks=()):
     """Trains a resolved recipe in `run_dir`; returns the metrics it writes.
 
-    Seeds Python, NumPy and TensorFlow with `train.seed` and turns op
-    determinism on, writes `recipe.json` and `vocabulary.json`, fits with
+    Seeds Python, NumPy and TensorFlow with `train.seed`, chooses whether
+    to compile with XLA (`compile_choice`; op determinism on without it),
+    writes `recipe.json` and `vocabulary.json`, fits with
     `training.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
     evaluates the best model on every split of the task and writes
-    `metrics.json`. A run directory that already holds this recipe resumes
-    from its backup (a finished run is trained again from the start); one
-    that holds another recipe is a `RunError`. The model is built and fitted
+    `metrics.json`, with the compile mode under `"jit_compile"`. A run
+    directory that already holds this recipe resumes from its backup (a
+    finished run is trained again from the start); one that holds another
+    recipe is a `RunError`. The model is built and fitted
     in the scope of `training.fitting.distribution_strategy` (`train.distribute`);
     in a multi-worker run only the chief writes `run_dir`, the other workers
     train in temporary directories and return their (equal) metrics. Prints
@@ -112,7 +118,8 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         callbacks: More Keras callbacks for `model.fit`.
 
     Returns:
-        `{split: metrics}` for each of the task's splits, as in
+        `{split: metrics}` for each of the task's splits and
+        `{"jit_compile": {"used": bool, "reason": str}}`, as in
         `metrics.json`; `make_task(recipe).report(metrics[split], split)`
         formats one.
     """
@@ -139,9 +146,10 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
         )
     backup = RunBackup.read_metadata(run_dir / BACKUP) if run_dir.is_dir() else None
     keras.utils.set_random_seed(recipe["train"]["seed"])
-    tf.config.experimental.enable_op_determinism()
     task = make_task(recipe)
     vocabulary = task.vocabulary.to_json()  # reads the data: fails before writing
+    jit = compile_choice(task, backup)
+    compile_mode.configure_determinism(jit.used)
 
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(recipe_path, recipe)
@@ -155,11 +163,16 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
     (run_dir / VOCABULARY).write_text(vocabulary)
     with strategy.scope():
         model = task.build_model()
+        facts = {"jit_compile": jit._asdict()}
         history = fitting.fit(
             model,
             task,
-            callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
+            callbacks=[
+                *run_directory_callbacks(run_dir, task.monitor, facts),
+                *callbacks,
+            ],
             verbose=verbose,
+            jit_compile=jit.used,
         )
     losses = history.history.get("loss", [])
     if not all(math.isfinite(loss) for loss in losses):
@@ -170,8 +183,25 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
         )
     best = load_best(task, run_dir / BEST)
     metrics = {split: task.evaluate(best, split) for split in task.splits}
+    metrics[JIT_COMPILE] = jit._asdict()
     write_json(run_dir / METRICS, metrics)
     return metrics
+
+
+def compile_choice(task, backup=None):
+    """Whether the run compiles with XLA, and why (`compile_mode.Choice`).
+
+    A resumed run keeps the choice (and reason) its backup recorded, so it
+    ends as an uninterrupted run does; a backup from before
+    `train.jit_compile` existed was trained without XLA.
+    """
+    if backup is None:
+        return compile_mode.for_task(task)
+    saved = (backup.get("facts") or {}).get(JIT_COMPILE)
+    if saved is None:
+        reason = "a backup from before train.jit_compile: trained without XLA"
+        return compile_mode.Choice(False, reason)
+    return compile_mode.Choice(bool(saved["used"]), saved["reason"])
 
 
 def load_best(task, path):

@@ -39,6 +39,7 @@ import numpy as np
 import tensorflow as tf
 
 import zoo
+from training import compile_mode
 from training import metrics as metrics_lib
 from training.analysis import scoring
 from training.callbacks import ResetStatesEachEpoch
@@ -47,6 +48,9 @@ from training.data.tokenize import Vocabulary
 
 EVAL_ROWS = 10  # a language model is evaluated on this many contiguous rows
 PREDICT_BATCH = 256
+# Under XLA a split is predicted padded to a multiple of this length (and of
+# PREDICT_BATCH rows), so a few compiled shapes serve every split.
+PREDICT_LENGTH_STEP = 64
 
 
 class Task:
@@ -114,6 +118,11 @@ class Task:
             **self._builder_arguments(),
         )
 
+    def train_shape(self):
+        """`(batch, length)` of every training step's input (one static shape)."""
+        dataset, _ = self.train_data()
+        return tuple(tf.nest.flatten(dataset.element_spec)[0].shape)
+
     def _shuffled(self, columns, **order):
         # `order`: `batching.epoch_shuffled`'s `lengths` and `limits` (curriculum).
         train = self.recipe["train"]
@@ -123,8 +132,39 @@ class Task:
         return dataset, [shuffle]
 
     def _batched(self, columns):
+        """The split as one batch: one shape for the compiled test step.
+
+        The loss over one batch is the mean over every weighted token, as
+        Keras's batch-size-weighted mean over smaller batches is.
+        """
         dataset = tf.data.Dataset.from_tensor_slices(columns)
-        return dataset.batch(self.recipe["train"]["batch_size"])
+        return dataset.batch(len(columns[0]), drop_remainder=True)  # a static shape
+
+    def _predict(self, model, inputs):
+        """`model.predict` on a split's `inputs` `(strings, length)`.
+
+        With XLA (`compile_mode.choose` at the split's length) the inputs are
+        padded with padding ids to multiples of `PREDICT_BATCH` rows and
+        `PREDICT_LENGTH_STEP` steps, so every split of a run reuses a few
+        compiled shapes; the outputs are cut back (the models are causal, so
+        padding after a string changes none of its outputs).
+        """
+        rows, length = inputs.shape
+        padded_length = -(-length // PREDICT_LENGTH_STEP) * PREDICT_LENGTH_STEP
+        choice = compile_mode.choose(
+            self.recipe["train"]["jit_compile"],
+            self.recipe["model"]["units"],
+            min(rows, PREDICT_BATCH),
+            padded_length,
+        )
+        compile_mode.apply(model, choice.used)
+        if choice.used:
+            padded_rows = -(-rows // PREDICT_BATCH) * PREDICT_BATCH
+            padded = np.zeros((padded_rows, padded_length), inputs.dtype)
+            padded[:rows, :length] = inputs
+            inputs = padded
+        outputs = model.predict(inputs, batch_size=PREDICT_BATCH, verbose=0)
+        return keras.tree.map_structure(lambda x: x[:rows, :length], outputs)
 
 
 @contextlib.contextmanager
@@ -208,7 +248,7 @@ class DyckTask(Task):
 
     def evaluate(self, model, split):
         arrays = self.arrays[split]
-        logits = model.predict(arrays.inputs, batch_size=PREDICT_BATCH, verbose=0)
+        logits = self._predict(model, arrays.inputs)
         probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
         entropy = metrics_lib.cross_entropy(probabilities, arrays.targets, arrays.mask)
         return {
@@ -262,7 +302,7 @@ class ClosingBracketTask(DyckTask):
 
     def evaluate(self, model, split):
         arrays = self.arrays[split]
-        closing = model.predict(arrays.inputs, batch_size=PREDICT_BATCH, verbose=0)
+        closing = self._predict(model, arrays.inputs)
         probabilities = dyck.closing_as_next_token(closing, self.k)
         return bracket_metrics(probabilities, arrays, self.k)
 
@@ -358,7 +398,7 @@ class RecognitionTask(Task):
         correspond to `strict` (see the README).
         """
         arrays = self.arrays[split]
-        outputs = model.predict(arrays.inputs, batch_size=PREDICT_BATCH, verbose=0)
+        outputs = self._predict(model, arrays.inputs)
         accept = outputs["accept"][..., 0]
         edges = list(range(0, int(arrays.lengths.max()) + 20, 20))
         final = metrics_lib.recognition_accuracy(
@@ -511,12 +551,21 @@ class LanguageModelTask(Task):
         `(tokens - 1) % EVAL_ROWS` tokens are left out; `tokens` says how
         many were scored).
         """
+        segment = self.sequence_length * 8
+        choice = compile_mode.choose(
+            self.recipe["train"]["jit_compile"],
+            self.recipe["model"]["units"],
+            EVAL_ROWS,
+            segment,
+        )
+        compile_mode.configure_determinism(choice.used)
         losses = scoring.token_losses(
             self.build_model,
             model,
             self.encoded[split].ids,
             rows=EVAL_ROWS,
-            segment=self.sequence_length * 8,
+            segment=segment,
+            jit_compile=choice.used,
         )
         count = losses.size
         entropy = float(losses.sum(dtype="float64")) / count

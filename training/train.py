@@ -42,8 +42,10 @@ def main(argv=None):
         print("worker finished; the chief wrote the run directory")
         return 0
     task = make_task(recipe, vocabulary=runs.load_vocabulary(run_dir))
-    for split, values in metrics.items():
-        print(task.report(values, split))
+    for split in task.splits:
+        print(task.report(metrics[split], split))
+    jit = metrics[runs.JIT_COMPILE]
+    print(f"XLA: {'on' if jit['used'] else 'off'} ({jit['reason']})")
     print(f"run directory: {run_dir}")
     if not args.no_export:
         try:

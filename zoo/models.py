@@ -19,19 +19,37 @@ from zoo.devices import gpu_visible
 from zoo.registry import cell_takes_vocab_size, get_cell_class
 from zoo.walk import walk_layers
 
+# On a CPU, XLA pays up to these units and batch x units x length
+# (benchmarks/README.md, `python benchmarks/xla.py`).
+CPU_XLA_MAX_UNITS = 128
+CPU_XLA_LIMIT = 32 * 16_384
 
-def default_jit_compile():
-    """Returns whether to compile with XLA here: on a GPU yes, on a CPU no.
 
-    On the TensorFlow backend XLA on CPU makes recurrent loops superlinear in
-    sequence length (see benchmarks/README.md), so the zoo compiles with XLA
-    only when a GPU is visible. Other backends keep Keras's own choice
-    ("auto": JAX compiles every step). Pass the result as
-    `model.compile(..., jit_compile=...)`.
+def default_jit_compile(units=None, batch=None, length=None):
+    """Returns whether to compile a recurrent model with XLA here.
+
+    - On a backend other than TensorFlow: `"auto"`, Keras's own choice (JAX
+      compiles every step).
+    - With a GPU visible: `True`.
+    - On a CPU, given the shape of one step (`units`, `batch`, `length`):
+      `True` when `units <= CPU_XLA_MAX_UNITS` and
+      `batch * units * length <= CPU_XLA_LIMIT`. XLA removes TensorFlow's
+      per-step dispatch, which is what a small cell's step costs (4x faster
+      at 8 units, length 55), but its CPU loop is superlinear in length, the
+      more so the more state it carries (a 128-unit LSTM at length 1024,
+      batch 32, is 5x slower under XLA), and from 256 units on the graph's
+      kernels win at every length measured (benchmarks/README.md).
+    - On a CPU without a shape: `False`.
+
+    Pass the result as `model.compile(..., jit_compile=...)`.
     """
     if keras.backend.backend() != "tensorflow":
         return "auto"
-    return gpu_visible()
+    if gpu_visible():
+        return True
+    if units is None or batch is None or length is None:
+        return False
+    return units <= CPU_XLA_MAX_UNITS and batch * units * length <= CPU_XLA_LIMIT
 
 
 def recurrent_layer(cell, units, **options):
@@ -196,9 +214,9 @@ def language_model(
         logits = embedding(x, reverse=True)
         # Under a mixed policy the tied decoder computes in the low precision;
         # the logits are float32 as the untied decoder's are.
-        logits = keras.layers.Activation(
-            None, dtype="float32", name="float32_logits"
-        )(logits)
+        logits = keras.layers.Activation(None, dtype="float32", name="float32_logits")(
+            logits
+        )
     else:
         logits = keras.layers.Dense(vocab_size, dtype="float32", name="logits")(x)
     return keras.Model(ids, logits, name=f"{cell}_language_model")

@@ -18,7 +18,10 @@ def test_tiny_run_trains_checkpoints_evaluates_and_reloads(kind, tmp_path, text_
         assert (run_dir / name).is_file()
     assert len((run_dir / "log.csv").read_text().splitlines()) == 3  # header + 2
     assert runs.read_json(run_dir / "metrics.json") == json.loads(json.dumps(metrics))
-    assert set(metrics) == set(make_task(recipe, runs.load_vocabulary(run_dir)).splits)
+    splits = make_task(recipe, runs.load_vocabulary(run_dir)).splits
+    assert set(metrics) == {*splits, runs.JIT_COMPILE}
+    assert metrics[runs.JIT_COMPILE]["used"] in (True, False)
+    assert metrics[runs.JIT_COMPILE]["reason"].startswith("auto: ")
 
     run = runs.load_run(run_dir)
     assert run.recipe == recipe and run.task.head == make_task(recipe).head
@@ -37,7 +40,8 @@ def test_load_run_reads_no_data(dyck_run, language_model_run, no_data):
 
 
 def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path):
-    recipe = tiny_recipe("dyck", extra=["train.epochs=3"])
+    # Without XLA (op determinism on); resume_test kills compiled runs.
+    recipe = tiny_recipe("dyck", extra=["train.epochs=3", "train.jit_compile=false"])
     uninterrupted = runs.train_run(recipe, tmp_path / "a")
 
     class Kill(keras.callbacks.Callback):

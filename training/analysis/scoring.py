@@ -52,18 +52,20 @@ def segment_losses(model, inputs, targets):
     )
 
 
-def token_losses(build_model, model, ids, rows=10, segment=400):
+def token_losses(build_model, model, ids, rows=10, segment=400, jit_compile=False):
     """The loss in nats of every predicted token, `(rows, row_length)`.
 
     Row `r` holds the losses of the stream's `r`-th contiguous piece in order;
-    the last `(len(ids) - 1) % rows` tokens are not scored.
+    the last `(len(ids) - 1) % rows` tokens are not scored. With
+    `jit_compile`, the segments are scored by an XLA-compiled function.
     """
     ids = check_stream(ids, rows)
     evaluator = stateful_copy(build_model, model, rows)
     # One graph for the recurrent loop (two traces: full and last segment);
     # called eagerly, keras.layers.RNN steps in Python, several times slower.
     score = tf.function(
-        lambda inputs, targets: segment_losses(evaluator, inputs, targets)
+        lambda inputs, targets: segment_losses(evaluator, inputs, targets),
+        jit_compile=bool(jit_compile),
     )
     pieces = [
         score(inputs, targets).numpy()

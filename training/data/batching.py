@@ -89,6 +89,11 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
     batches as an uninterrupted one. Returns the dataset and the
     `EpochShuffle` callback that tells it the epoch; pass both to `fit`.
 
+    Every batch holds `batch_size` rows (all rows, if there are fewer): the
+    rows left over after the last full batch of an epoch wait for the next
+    epoch's order, so a compiled (XLA) step sees one shape and never
+    recompiles.
+
     With `lengths` `(N,)` and `limits` `(epochs,)`, epoch e holds only the
     rows whose length is <= `limits[e]` (the last limit after the last
     epoch): incremental (curriculum) training, `tasks.curriculum_limits`.
@@ -97,6 +102,14 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
         raise ValueError("lengths and limits go together; received only one of them.")
     epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
     count = len(arrays[0])
+    size = min(batch_size, count)
+    if limits is not None:
+        fewest = min(int((np.asarray(lengths) <= limit).sum()) for limit in limits)
+        if fewest < size:
+            raise ValueError(
+                f"An epoch's length limit keeps {fewest} rows, fewer than one "
+                f"batch of {size}; expected limits that keep at least a batch."
+            )
     tensors = tuple(tf.constant(a) for a in arrays)
     if limits is not None:
         lengths = tf.constant(np.asarray(lengths, dtype=np.int64))
@@ -112,4 +125,4 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
         return tuple(tf.gather(t, order) for t in tensors)
 
     dataset = tf.data.Dataset.range(1).map(permutation).unbatch()
-    return dataset.batch(batch_size), EpochShuffle(epoch)
+    return dataset.batch(size, drop_remainder=True), EpochShuffle(epoch)

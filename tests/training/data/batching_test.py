@@ -44,18 +44,25 @@ def test_epoch_limits_keep_only_strings_up_to_that_epochs_length():
     lengths = np.array([1, 5, 2, 9, 3, 7])
     arrays = (np.arange(6),)
     dataset, callback = batching.epoch_shuffled(
-        arrays, batch_size=6, seed=0, lengths=lengths, limits=[2, 7]
+        arrays, batch_size=2, seed=0, lengths=lengths, limits=[2, 7]
     )
 
     def rows(epoch):
         callback.on_epoch_begin(epoch)
-        return sorted(np.concatenate([b[0] for b in dataset.as_numpy_iterator()]))
+        batches = [b[0] for b in dataset.as_numpy_iterator()]
+        assert all(len(b) == 2 for b in batches)  # full batches only: one shape
+        return sorted(np.concatenate(batches))
 
     assert rows(0) == [0, 2]  # lengths 1 and 2
-    assert rows(1) == [0, 1, 2, 4, 5]  # all but the length-9 string
+    # All but the length-9 string are eligible; the fifth waits for an epoch.
+    assert len(rows(1)) == 4 and set(rows(1)) < {0, 1, 2, 4, 5}
     assert rows(5) == rows(1)  # after the last epoch, the last limit
     with pytest.raises(ValueError, match="lengths and limits go together"):
         batching.epoch_shuffled(arrays, batch_size=6, seed=0, lengths=lengths)
+    with pytest.raises(ValueError, match="keeps 2 rows, fewer than one batch of 3"):
+        batching.epoch_shuffled(
+            arrays, batch_size=3, seed=0, lengths=lengths, limits=[2, 7]
+        )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,136 @@
+import keras
+import pytest
+import tensorflow as tf
+
+from tests.training.tiny import TINY, tiny_recipe
+from training import compile_mode, fitting, recipes, runs
+from training.tasks import make_task
+
+
+@pytest.mark.parametrize("value", ["auto", True, False])
+def test_recipes_take_auto_true_and_false(value):
+    recipe = tiny_recipe("dyck", extra=[f"train.jit_compile={str(value).lower()}"])
+    assert recipe["train"]["jit_compile"] == value
+
+
+def test_recipes_default_to_auto():
+    assert tiny_recipe("dyck")["train"]["jit_compile"] == "auto"
+
+
+@pytest.mark.parametrize("value", ["yes", "1", "null", "[1]", "1.0"])
+def test_other_jit_compile_values_are_one_line_errors(value, no_data):
+    with pytest.raises(recipes.RecipeError, match="jit_compile") as info:
+        tiny_recipe("dyck", extra=[f"train.jit_compile={value}"])
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_choose_refuses_other_settings(bad):
+    with pytest.raises(ValueError, match="'auto', true or false"):
+        compile_mode.choose(bad, 8, 32, 55)
+
+
+def test_a_forced_setting_is_kept_whatever_the_size():
+    forced = compile_mode.choose(True, 1024, 32, 2048)
+    assert forced == (True, "train.jit_compile=true")
+    assert compile_mode.choose(False, 8, 32, 16) == (False, "train.jit_compile=false")
+
+
+def test_auto_on_a_cpu_compiles_small_cells_and_short_loops_only():
+    limit = compile_mode.CPU_XLA_LIMIT
+    small = compile_mode.choose("auto", 8, 32, 56)
+    assert small.used and small.reason == (
+        f"auto: on a CPU, batch x units x length = 32 x 8 x 56 = 14336 <= {limit}"
+    )
+    assert compile_mode.choose("auto", 128, 32, limit // (32 * 128)).used
+    long = compile_mode.choose("auto", 32, 32, 1024)
+    assert not long.used and f"1048576 > {limit}" in long.reason
+    wide = compile_mode.choose("auto", 256, 32, 16)
+    assert wide == (False, "auto: on a CPU, units 256 > 128")
+
+
+def test_auto_keeps_the_character_language_models_off_xla():
+    # The shipped PTB character models (256+ units, long windows) ran fastest
+    # without XLA before "auto" existed; "auto" must not slow them down.
+    for name in ("ptb_char_lstm", "ptb_char_mlstm"):
+        recipe = recipes.resolve(name, "paper")
+        train, units = recipe["train"], recipe["model"]["units"]
+        length = recipe["task"]["sequence_length"]
+        assert not compile_mode.choose("auto", units, train["batch_size"], length).used
+        # evaluation: 10 rows, windows of 8 x the training length
+        assert not compile_mode.choose("auto", units, 10, 8 * length).used
+    assert not compile_mode.choose("auto", 256, 32, 256).used
+
+
+def test_task_train_shape_is_the_batch_and_padded_length(text_file):
+    for kind in TINY:
+        task = make_task(tiny_recipe(kind, text_file))
+        data, _ = task.train_data()
+        inputs = next(iter(data))[0]
+        assert inputs.shape == task.train_shape()
+
+
+@pytest.mark.parametrize("kind", sorted(TINY))
+def test_every_batch_of_every_epoch_has_one_shape(kind, text_file):
+    # A fully defined element spec is one input shape: XLA compiles once.
+    task = make_task(tiny_recipe(kind, text_file))
+    data, _ = task.train_data()
+    for spec in [*tf.nest.flatten(data.element_spec)]:
+        assert spec.shape.is_fully_defined(), (kind, spec)
+    for spec in tf.nest.flatten(task.validation_data().element_spec):
+        assert spec.shape.is_fully_defined(), (kind, spec)
+
+
+class TraceCount(keras.callbacks.Callback):
+    """The number of times the train and test steps were traced, per epoch."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.traces = {"train": 0, "test": 0}
+        self.per_epoch = []
+        for name in self.traces:
+            step = getattr(model, f"{name}_step")
+            setattr(model, f"{name}_step", self.counting(name, step))
+
+    def counting(self, name, step):
+        def traced(data):
+            self.traces[name] += 1  # Python runs only while a step is traced
+            return step(data)
+
+        return traced
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.per_epoch.append(dict(self.traces))
+
+
+def test_a_compiled_run_traces_each_step_once_in_every_epoch():
+    # Curriculum: a different number of strings in each epoch, the case where
+    # a last partial batch would change shape from epoch to epoch.
+    recipe = tiny_recipe(
+        "recognition",
+        extra=["train.epochs=4", "train.curriculum=true", "train.batch_size=8"],
+    )
+    task = make_task(recipe)
+    keras.utils.set_random_seed(0)
+    model = task.build_model()
+    count = TraceCount(model)
+    fitting.fit(model, task, callbacks=[count], jit_compile=True)
+    assert model.jit_compile is True
+    # (TensorFlow may trace a step twice on its first call, when it creates
+    # variables; never again after the first epoch.)
+    assert count.per_epoch[0]["train"] >= 1 and count.per_epoch[0]["test"] >= 1
+    assert count.per_epoch == [count.per_epoch[0]] * 4
+
+
+def test_a_run_records_its_choice_and_a_resume_keeps_it(tmp_path):
+    recipe = tiny_recipe("dyck", extra=["train.epochs=1"])
+    task = make_task(recipe)
+    assert runs.compile_choice(task).used  # 8 units: XLA by the rule
+    kept = {"facts": {"jit_compile": {"used": False, "reason": "first part"}}}
+    assert runs.compile_choice(task, kept) == (False, "first part")
+    assert runs.compile_choice(task, {"epoch": 1}).used is False  # an old backup
+    metrics = runs.train_run(recipe, tmp_path / "run")
+    assert metrics["jit_compile"] == {
+        "used": True,
+        "reason": compile_mode.for_task(task).reason,
+    }

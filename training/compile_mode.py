@@ -1,0 +1,123 @@
+"""Whether a run compiles its steps with XLA: `train.jit_compile` and its rule.
+
+`train.jit_compile` is `"auto"` (the default), `true` or `false`. `"auto"`
+is `zoo.default_jit_compile` at the shape of one step (units, batch, padded
+length): a rule, not a timing trial, so the same command on the same machine
+always makes the same choice (and so gives the same numbers). On a CPU it
+compiles small cells on short loops, where a step costs TensorFlow's
+per-step dispatch, and leaves wide cells and long loops to the graph, where
+XLA's CPU loop is slower; with a GPU it always compiles; on JAX Keras does.
+
+A run records its choice and the reason in `metrics.json` (`jit_compile`)
+and in its backup, and a resumed run keeps the choice its first part made.
+Keras refuses XLA while TensorFlow's op determinism is on, so
+`configure_determinism` turns it on for graph runs (exact resumption) and
+off for XLA runs, whose compiled program is itself repeatable on one machine.
+"""
+
+import collections
+import platform
+from pathlib import Path
+
+import keras
+
+import zoo
+from zoo.devices import gpu_visible
+from zoo.models import CPU_XLA_LIMIT, CPU_XLA_MAX_UNITS
+
+# `train.jit_compile`'s values.
+SETTINGS = ("auto", True, False)
+
+Choice = collections.namedtuple("Choice", ["used", "reason"])
+Choice.__doc__ = """Whether XLA is used (`used`, a bool) and why (`reason`)."""
+
+
+def cpu_name():
+    """The CPU model this process runs on, as /proc/cpuinfo names it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def choose(setting, units, batch, length):
+    """The `Choice` for `train.jit_compile=setting` for one step's shape.
+
+    Args:
+        setting: One of `SETTINGS`.
+        units: The model's hidden size (per layer).
+        batch: The rows of one step's input.
+        length: The padded sequence length of one step's input.
+    """
+    if isinstance(setting, bool):
+        return Choice(setting, f"train.jit_compile={str(setting).lower()}")
+    if setting != "auto":
+        raise ValueError(
+            f"jit_compile must be 'auto', true or false; received {setting!r}."
+        )
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        used = backend == "jax"  # what Keras's own "auto" does there
+        return Choice(used, f"auto: Keras's choice on the {backend} backend")
+    used = zoo.default_jit_compile(units, batch, length)
+    if gpu_visible():
+        return Choice(used, "auto: a GPU is visible")
+    if units > CPU_XLA_MAX_UNITS:
+        return Choice(used, f"auto: on a CPU, units {units} > {CPU_XLA_MAX_UNITS}")
+    size = batch * units * length
+    return Choice(
+        used,
+        f"auto: on a CPU, batch x units x length = {batch} x {units} x {length} "
+        f"= {size} {'<=' if used else '>'} {CPU_XLA_LIMIT}",
+    )
+
+
+def for_task(task):
+    """The `Choice` for a task's training step (`task.train_shape()`)."""
+    recipe = task.recipe
+    return choose(
+        recipe["train"]["jit_compile"], recipe["model"]["units"], *task.train_shape()
+    )
+
+
+def configure_determinism(jit_compile):
+    """TensorFlow's op determinism on for graph steps, off for XLA steps.
+
+    Keras refuses `jit_compile=True` while op determinism is on (it warns
+    and runs the graph instead); XLA's compiled program is repeatable on one
+    machine on its own. Other backends are left alone.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return
+    import tensorflow as tf
+    from tensorflow.python.framework import config as tf_config
+
+    if jit_compile:
+        # TensorFlow exports only the enabling half; this is its other half.
+        tf_config.disable_op_determinism()
+    else:
+        tf.config.experimental.enable_op_determinism()
+
+
+def apply(model, jit_compile):
+    """Sets `model.jit_compile` for the next functions Keras makes for it.
+
+    For a model that is not compiled (evaluation, prediction); `fit` compiles
+    with the choice instead. Raises if Keras did not take it.
+    """
+    configure_determinism(jit_compile)
+    model.jit_compile = bool(jit_compile)
+    check_applied(model, jit_compile)
+
+
+def check_applied(model, jit_compile):
+    """A `RuntimeError` if Keras turned a requested XLA off (no silent fallback)."""
+    if bool(jit_compile) and model.jit_compile is not True:
+        raise RuntimeError(
+            "Keras refused jit_compile=True for this model (a layer without XLA "
+            "support, or op determinism on); expected XLA as train.jit_compile "
+            "chose. Set train.jit_compile=false to run without it."
+        )
