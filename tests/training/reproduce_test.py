@@ -200,6 +200,53 @@ def test_every_shipped_table_resolves():
         assert len(runs) == len(table.rows), name
 
 
+MALI_FORMAL = [
+    "mali_d2",
+    "mali_d3",
+    "mali_d6",
+    "mali_palindrome",
+    "mali_long",
+    "mali_long_d6_palindrome",
+    "mali_noise",
+    "mali_carry_forward",
+    "mali_incremental",
+]
+
+
+@pytest.mark.parametrize("name", MALI_FORMAL)
+def test_mali_formal_language_tables_run_at_the_papers_budget(name):
+    # Section 4.1: 30 epochs, Adam 2e-3, clipped at 15, halved after 3 checks.
+    table = reproduction.load_table(name)
+    assert table.seeds >= 5
+    for run in reproduction.plan(table, "unused", seeds=1):
+        train = run.recipe["train"]
+        assert (train["epochs"], train["learning_rate"]) == (30, 2e-3), run.row.name
+        assert (train["clipvalue"], train["reduce_lr_patience"]) == (15.0, 3)
+        assert train["reduce_lr_factor"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "name, languages",
+    [
+        ("mali_long", {"d2": "mali_d2", "d3": "mali_d3"}),
+        ("mali_long_d6_palindrome", {"d6": "mali_d6", "palindrome": "mali_palindrome"}),
+    ],
+)
+def test_long_string_tables_are_the_language_tables_runs(name, languages):
+    """Tables 8 and 9: the same runs (records copied) and the same paper numbers."""
+    long = reproduction.load_table(name)
+    for row in long.rows:
+        language, _, cell = row.name.partition("_")
+        table = reproduction.load_table(languages[language])
+        same = next(r for r in table.rows if r.name == cell)
+        assert (
+            reproduction.make_run(long, row, 0, "o").recipe
+            == reproduction.make_run(table, same, 0, "o").recipe
+        ), row.name
+        for key in ("long_120.strict", "long_160.strict"):
+            assert row.paper[key] == same.paper[key], row.name
+
+
 def test_shards_split_the_runs_without_overlap(tiny_table):
     table = reproduction.load_table(str(tiny_table))
     planned = reproduction.plan(table, "out", seeds=3)
