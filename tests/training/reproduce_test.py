@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -435,6 +436,15 @@ def test_report_refuses_a_malformed_document(
     error = capsys.readouterr().err.strip()
     assert message in error and "\n" not in error
     assert document.read_text() == before
+
+
+def test_reproduction_md_is_what_the_records_give():
+    """REPRODUCTION.md's generated sections equal `--report` of results/."""
+    root = Path(__file__).parents[2]
+    text = (root / "REPRODUCTION.md").read_text()
+    updated, names = results.update_document(text, root / "results")
+    assert names, "REPRODUCTION.md has no generated table section"
+    assert updated == text, "run: python -m training.reproduce --report"
 
 
 def test_the_table_is_made_from_every_record(tiny_table, recorded, tmp_path, capsys):
