@@ -30,19 +30,27 @@ Every row x seed is an ordinary training run: the recipe at its scale with
 the row's overrides and `train.seed=SEED`, in its own run directory
 `OUT/runs/ROW/seed-SEED`. `plan` lists those runs; `summarize` turns their
 metrics into mean, best, standard deviation (over seeds, with `ddof=1`) and
-the claims' verdicts; `markdown` writes the summary as a table.
+the claims' verdicts (`verdict`); `markdown` writes the summary as a table.
 """
 
+import collections
 import dataclasses
 import math
 import shlex
 import tomllib
+import warnings
 from pathlib import Path
+
+import scipy.stats
 
 from training import recipes
 
 TABLE_DIR = Path(__file__).parent / "tables"
 BETTER = ("higher", "lower")
+
+# A claim's verdict (`verdict`; REPRODUCTION.md's introduction states the rule).
+MIN_SEEDS = 3  # seeds on each side, at least, for any verdict
+ALPHA = 0.05  # one-sided significance level
 
 
 class TableError(ValueError):
@@ -299,18 +307,21 @@ def plan(table, out, seeds, only=()):
     """
     if not isinstance(seeds, int) or seeds < 1:
         raise TableError(f"seeds must be an integer >= 1; received {seeds!r}.")
-    runs = []
-    for row in select_rows(table, only):
-        for seed in range(seeds):
-            run = Run(row, seed, Path(out) / "runs" / row.name / f"seed-{seed}", {})
-            try:
-                recipe = recipes.resolve(row.recipe, row.scale, run.overrides)
-            except recipes.RecipeError as error:
-                raise TableError(
-                    f"Table {table.name!r} row {row.name!r}: {error}"
-                ) from None
-            runs.append(dataclasses.replace(run, recipe=recipe))
-    return runs
+    return [
+        make_run(table, row, seed, out)
+        for row in select_rows(table, only)
+        for seed in range(seeds)
+    ]
+
+
+def make_run(table, row, seed, out):
+    """The `Run` of `row` at `seed` in `OUT/runs/ROW/seed-SEED`, recipe resolved."""
+    run = Run(row, seed, Path(out) / "runs" / row.name / f"seed-{seed}", {})
+    try:
+        recipe = recipes.resolve(row.recipe, row.scale, run.overrides)
+    except recipes.RecipeError as error:
+        raise TableError(f"Table {table.name!r} row {row.name!r}: {error}") from None
+    return dataclasses.replace(run, recipe=recipe)
 
 
 def shard(runs, index, count):
@@ -337,33 +348,140 @@ def _statistics(values, better):
     if not values:
         return {"n": 0}
     mean = sum(values) / len(values)
-    spread = (
+    spread = (  # one seed has no spread: None, shown as "–"
         math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
         if len(values) > 1
-        else 0.0
+        else None
     )
     best = max(values) if better == "higher" else min(values)
     return {"n": len(values), "mean": mean, "best": best, "std": spread}
 
 
-def summarize(table, results):
+def _one_sided_p(better, worse, alternative):
+    """Welch's one-sided p that `better` is `alternative` ("greater"/"less")."""
+    if max(better) == min(better) and max(worse) == min(worse):
+        # No spread on either side: the t statistic is +-inf (scipy warns of
+        # the division); equal values are handled by the caller.
+        greater = better[0] > worse[0]
+        return 0.0 if greater == (alternative == "greater") else 1.0
+    with warnings.catch_warnings():  # nearly equal values: a precision warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = scipy.stats.ttest_ind(
+            better, worse, equal_var=False, alternative=alternative
+        )
+    return float(result.pvalue)
+
+
+def _p_text(p):
+    if p < 0.001:
+        return "p < 0.001"
+    text = f"{p:.2g}"
+    if p < ALPHA <= float(text):  # rounding must not hide significance
+        return f"p < {ALPHA}"
+    return f"p = {text}"
+
+
+def verdict(better, worse, direction):
+    """The verdict of the claim "`better` is better than `worse`".
+
+    The rule: with at least `MIN_SEEDS` (3) seeds on each side, a one-sided
+    Welch t-test (`scipy.stats.ttest_ind`, `equal_var=False`) of the claimed
+    direction over the seeds' values at p < `ALPHA` (0.05): "holds"; the
+    opposite direction at p < `ALPHA`: "reversed"; otherwise "within seed
+    spread". Fewer seeds on a side: "no verdict" ("one seed: no verdict").
+    Both sides without any spread are told apart by their values (t is
+    infinite), or are equal: within seed spread.
+
+    Args:
+        better: the claimed-better row's values, one per seed (None skipped).
+        worse: the other row's values.
+        direction: "higher" or "lower", which values are better.
+
+    Returns:
+        A dict: `outcome` ("holds", "reversed", "within seed spread",
+        "no verdict" or "not measured"), `p` (the one-sided Welch p-value of
+        the claimed direction, None where it cannot be computed), `p_opposite`
+        (of the opposite direction), `n` (seeds on each side) and `verdict`,
+        the line to print, with its p-value.
+    """
+    better = [float(v) for v in better if v is not None]
+    worse = [float(v) for v in worse if v is not None]
+    n = [len(better), len(worse)]
+    result = {"outcome": "not measured", "p": None, "p_opposite": None, "n": n}
+    if not min(n):
+        return {**result, "verdict": "not measured"}
+    if min(n) >= 2:
+        claimed = "greater" if direction == "higher" else "less"
+        opposite = "less" if claimed == "greater" else "greater"
+        equal = set(better) == set(worse) and len(set(better)) == 1
+        if not equal:
+            result["p"] = _one_sided_p(better, worse, claimed)
+            result["p_opposite"] = _one_sided_p(better, worse, opposite)
+    p, p_opposite = result["p"], result["p_opposite"]
+    if min(n) == 1:
+        return {**result, "outcome": "no verdict", "verdict": "one seed: no verdict"}
+    if min(n) < MIN_SEEDS:
+        shown = "" if p is None else f" ({_p_text(p)})"
+        return {
+            **result,
+            "outcome": "no verdict",
+            "verdict": f"too few seeds ({n[0]} and {n[1]}): no verdict{shown}",
+        }
+    if p is None:
+        return {
+            **result,
+            "outcome": "within seed spread",
+            "verdict": "within seed spread (every seed equal: no difference)",
+        }
+    if p < ALPHA:
+        return {**result, "outcome": "holds", "verdict": f"holds ({_p_text(p)})"}
+    if p_opposite < ALPHA:
+        return {
+            **result,
+            "outcome": "reversed",
+            "verdict": f"reversed ({_p_text(p_opposite)} for the opposite)",
+        }
+    return {
+        **result,
+        "outcome": "within seed spread",
+        "verdict": f"within seed spread ({_p_text(p)})",
+    }
+
+
+def _missing(table, results, seeds):
+    """`{row: [seed, ...]}` of the seeds `0 .. seeds - 1` with no result."""
+    have = {(result["row"], result["seed"]) for result in results}
+    missing = {}
+    for row in table.rows:
+        absent = [seed for seed in range(seeds) if (row.name, seed) not in have]
+        if absent:
+            missing[row.name] = absent
+    return missing
+
+
+def summarize(table, results, seeds=None):
     """Aggregates finished runs.
 
     Args:
         table: the `Table`.
         results: a list of dicts with `row`, `seed`, `metrics` (the run's
-            metrics.json), `seconds` and optionally `parameters`.
+            metrics.json), `seconds` and optionally `parameters` and `host`
+            (the CPU it ran on).
+        seeds: the seeds `0 .. seeds - 1` every row should have (default:
+            the table's); those without a result are listed in `missing`.
 
     Returns:
-        A dict with `rows` (per row: per metric the paper's values and ours:
-        mean, best, std, n; seconds per run; parameters) and `claims` (each
-        with both means and `holds`: True, False, or None while unmeasured).
+        A dict with `rows` (every row of the table, in its order: per metric
+        the paper's values and ours: mean, best, std, n; seconds per run;
+        parameters), `claims` (each with both means and its `verdict`),
+        `missing` (`{row: [seed, ...]}`) and `hosts` (runs per machine).
     """
-    rows = []
+    rows, values = [], {}
     for row in table.rows:
-        mine = [result for result in results if result["row"] == row.name]
-        if not mine:
-            continue
+        mine = sorted(
+            (result for result in results if result["row"] == row.name),
+            key=lambda result: result["seed"],
+        )
         summary = {
             "name": row.name,
             "recipe": row.recipe,
@@ -378,37 +496,46 @@ def summarize(table, results):
             "metrics": {},
         }
         for metric in table.metrics:
-            values = [metric_value(r["metrics"], metric.key) for r in mine]
-            values = [None if v is None else v * metric.factor for v in values]
+            found = [metric_value(r["metrics"], metric.key) for r in mine]
+            found = [None if v is None else v * metric.factor for v in found]
+            values[row.name, metric.key] = found
             summary["metrics"][metric.key] = {
-                **_statistics(values, metric.better),
+                **_statistics(found, metric.better),
                 "paper": row.paper.get(metric.key, {}),
             }
         rows.append(summary)
     by_name = {row["name"]: row for row in rows}
     claims = []
     for claim in table.claims:
-        better = by_name.get(claim.better, {}).get("metrics", {}).get(claim.metric)
-        worse = by_name.get(claim.worse, {}).get("metrics", {}).get(claim.metric)
-        direction = next(m.better for m in table.metrics if m.key == claim.metric)
-        holds = None
-        if better and worse and better["n"] and worse["n"]:
-            if direction == "higher":
-                holds = better["mean"] > worse["mean"]
-            else:
-                holds = better["mean"] < worse["mean"]
+        key = claim.metric
+        direction = next(m.better for m in table.metrics if m.key == key)
         claims.append(
             {
                 "text": claim.text,
-                "metric": claim.metric,
+                "metric": key,
                 "better": claim.better,
                 "worse": claim.worse,
-                "better_mean": better.get("mean") if better else None,
-                "worse_mean": worse.get("mean") if worse else None,
-                "holds": holds,
+                "better_mean": by_name[claim.better]["metrics"][key].get("mean"),
+                "worse_mean": by_name[claim.worse]["metrics"][key].get("mean"),
+                **verdict(
+                    values[claim.better, key], values[claim.worse, key], direction
+                ),
             }
         )
-    return {"table": table.name, "title": table.title, "rows": rows, "claims": claims}
+    hosts = collections.Counter(result.get("host") or "unknown" for result in results)
+    return {
+        "table": table.name,
+        "title": table.title,
+        "rows": rows,
+        "claims": claims,
+        "missing": _missing(table, results, table.seeds if seeds is None else seeds),
+        "hosts": [
+            {"host": host, "runs": count}
+            for host, count in sorted(
+                hosts.items(), key=lambda item: (-item[1], item[0])
+            )
+        ],
+    }
 
 
 def _number(value):
@@ -442,11 +569,25 @@ def command_line(row):
     return " ".join(parts)
 
 
+def _seed_ranges(seeds):
+    """[0, 1, 2, 4] -> "0-2, 4"."""
+    parts, start = [], None
+    for index, seed in enumerate(seeds):
+        if start is None:
+            start = seed
+        if index + 1 == len(seeds) or seeds[index + 1] != seed + 1:
+            parts.append(str(start) if start == seed else f"{start}-{seed}")
+            start = None
+    return ", ".join(parts)
+
+
 def markdown(table, summary):
     """The summary as Markdown: one table per metric, then the claims."""
     lines = [f"### {table.title}", ""]
     if table.source:
         lines += [f"Paper's numbers: {table.source}", ""]
+    if table.notes:
+        lines += [f"Notes: {table.notes}", ""]
     for metric in table.metrics:
         lines += [
             f"**{metric.label}** ({metric.better} is better; ours: mean over "
@@ -470,14 +611,40 @@ def markdown(table, summary):
             )
         lines.append("")
     if summary["claims"]:
-        lines += ["| claim | ours | verdict |", "|---|---|---|"]
+        lines += [
+            "| claim | ours (means) | seeds | verdict |",
+            "|---|---|---|---|",
+        ]
         for claim in summary["claims"]:
-            verdict = {True: "holds", False: "does not hold", None: "not measured"}
             lines.append(
                 f"| {claim['text']} | {_number(claim['better_mean'])} vs "
-                f"{_number(claim['worse_mean'])} | {verdict[claim['holds']]} |"
+                f"{_number(claim['worse_mean'])} | {claim['n'][0]} vs "
+                f"{claim['n'][1]} | {claim['verdict']} |"
             )
-        lines.append("")
+        lines += [
+            "",
+            "Verdicts: the rule in REPRODUCTION.md's introduction "
+            "(`training.reproduction.verdict`).",
+            "",
+        ]
+    if summary["hosts"]:
+        machines = "; ".join(
+            f"{entry['runs']} on {entry['host']}" for entry in summary["hosts"]
+        )
+        lines += [f"Runs: {machines}.", ""]
+    missing = summary["missing"]
+    if (
+        missing
+        and len(set(map(tuple, missing.values()))) == 1
+        and len(missing) == len(summary["rows"])
+    ):
+        seeds = _seed_ranges(next(iter(missing.values())))
+        lines += [f"Not run yet: every row (seed {seeds}).", ""]
+    elif missing:
+        text = "; ".join(
+            f"{name} (seed {_seed_ranges(seeds)})" for name, seeds in missing.items()
+        )
+        lines += [f"Not run yet: {text}.", ""]
     lines += ["Commands (add `train.seed=N` for seed N):", ""]
     for row in summary["rows"]:
         note = f" — {row['note']}" if row["note"] else ""

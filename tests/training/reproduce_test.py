@@ -1,13 +1,18 @@
 import json
+import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import numpy as np
 import pytest
+import scipy.stats
 
-from training import reproduce, reproduction
+from training import reproduce, reproduction, results
 
 TINY = """
 title = "Tiny table"
@@ -84,17 +89,109 @@ def test_summarize_computes_mean_best_std_and_claims(tiny_table):
     entropy = small["metrics"]["test.cross_entropy"]
     assert entropy["best"] == pytest.approx(0.8)  # lower is better
     assert small["seconds"] == pytest.approx(3.0)
-    assert wide["parameters"] == 10 and wide["metrics"]["test.wcpa"]["std"] == 0.0
+    assert wide["parameters"] == 10
+    assert wide["metrics"]["test.wcpa"]["std"] is None  # one seed has no spread
     (claim,) = summary["claims"]
-    assert claim["holds"] is True
+    assert claim["outcome"] == "no verdict" and claim["n"] == [1, 2]
     assert claim["better_mean"] == pytest.approx(0.5)
     assert claim["worse_mean"] == pytest.approx(0.9)
+    assert summary["missing"] == {"wide": [1]}  # the table's 2 seeds
     text = reproduction.markdown(table, summary)
     assert "| small | 50.00 / 60.00 | 60.00 | 70.00 | 14.14 | 2 |" in text
+    assert "| wide | – | 100.0 | 100.0 | – | 1 | 10 | 3 |" in text
     assert (
-        "| wide has lower cross-entropy than small | 0.500 vs 0.900 | holds |" in text
+        "| wide has lower cross-entropy than small | 0.500 vs 0.900 | 1 vs 2 "
+        "| one seed: no verdict |" in text
     )
+    assert "Not run yet: wide (seed 1)." in text
     assert "python -m training.train tiny_dyck_lstm model.units=12" in text
+
+
+def test_summarize_shows_every_row_even_without_runs(tiny_table):
+    table = reproduction.load_table(str(tiny_table))
+    summary = reproduction.summarize(table, [])
+    assert [row["name"] for row in summary["rows"]] == ["small", "wide"]
+    text = reproduction.markdown(table, summary)
+    assert "| small | 50.00 / 60.00 | – | – | – | 0 | – | – |" in text
+    assert "Not run yet: every row (seed 0-1)." in text
+    assert "| 0 vs 0 | not measured |" in text
+
+
+def _welch_p(better, worse):
+    """One-sided p of mean(better) > mean(worse): Welch's test written out."""
+    a, b = np.asarray(better, float), np.asarray(worse, float)
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    t = (a.mean() - b.mean()) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return scipy.stats.t.sf(t, df)
+
+
+@pytest.mark.parametrize(
+    "better, worse, direction, outcome, known",
+    [
+        # Hand-made seeds; `known` is scipy's one-sided p, also computed below.
+        ([91.0, 93.5, 95.0], [52.0, 55.5, 61.0], "higher", "holds", 7.489e-4),
+        ([52.0, 55.5, 61.0], [91.0, 93.5, 95.0], "higher", "reversed", 0.99925),
+        (
+            [73.3, 50.1, 96.6],
+            [46.8, 55.0, 38.7],
+            "higher",
+            "within seed spread",
+            0.08907,
+        ),
+        ([2.61, 2.63, 2.60, 2.62], [2.70, 2.71, 2.69], "lower", "holds", 9.784e-5),
+        ([2.70, 2.71, 2.69], [2.61, 2.63, 2.60, 2.62], "lower", "reversed", 0.99990),
+    ],
+)
+def test_verdict_is_a_one_sided_welch_test(better, worse, direction, outcome, known):
+    result = reproduction.verdict(better, worse, direction)
+    assert result["outcome"] == outcome and result["n"] == [len(better), len(worse)]
+    sign = 1 if direction == "higher" else -1
+    expected = _welch_p([sign * v for v in better], [sign * v for v in worse])
+    assert result["p"] == pytest.approx(expected, rel=1e-9)
+    assert result["p"] == pytest.approx(known, rel=1e-3)
+    assert result["p_opposite"] == pytest.approx(1 - expected, rel=1e-9)
+    shown = {
+        "holds": "holds (p < 0.001)",
+        "reversed": "reversed (p < 0.001 for the opposite)",
+        "within seed spread": "within seed spread (p = 0.089)",
+    }[outcome]
+    assert result["verdict"] == shown
+
+
+@pytest.mark.parametrize(
+    "better, worse, outcome, text",
+    [
+        ([90.0], [50.0, 55.0, 60.0], "no verdict", "one seed: no verdict"),
+        ([90.0, None], [50.0], "no verdict", "one seed: no verdict"),
+        (
+            [90.0, 92.0],
+            [50.0, 55.0],
+            "no verdict",
+            "too few seeds (2 and 2): no verdict (p = 0.011)",
+        ),
+        ([100.0] * 3, [0.0] * 3, "holds", "holds (p < 0.001)"),  # no spread at all
+        (
+            [0.0] * 3,
+            [0.0] * 3,
+            "within seed spread",
+            "within seed spread (every seed equal: no difference)",
+        ),
+        ([], [1.0, 2.0, 3.0], "not measured", "not measured"),
+    ],
+)
+def test_verdict_needs_three_seeds_a_side(better, worse, outcome, text):
+    result = reproduction.verdict(better, worse, "higher")
+    assert (result["outcome"], result["verdict"]) == (outcome, text)
+    if outcome == "no verdict" and min(result["n"]) == 1:
+        assert result["p"] is None
+
+
+def test_p_values_are_never_rounded_across_the_threshold():
+    # p = 0.0498 would print as 0.05 at two digits, beside "holds".
+    assert reproduction._p_text(0.0498) == "p < 0.05"
+    assert reproduction._p_text(0.0512) == "p = 0.051"
+    assert reproduction._p_text(0.31) == "p = 0.31"
 
 
 def test_every_shipped_table_resolves():
@@ -102,6 +199,53 @@ def test_every_shipped_table_resolves():
         table = reproduction.load_table(name)
         runs = reproduction.plan(table, "unused", seeds=1)
         assert len(runs) == len(table.rows), name
+
+
+MALI_FORMAL = [
+    "mali_d2",
+    "mali_d3",
+    "mali_d6",
+    "mali_palindrome",
+    "mali_long",
+    "mali_long_d6_palindrome",
+    "mali_noise",
+    "mali_carry_forward",
+    "mali_incremental",
+]
+
+
+@pytest.mark.parametrize("name", MALI_FORMAL)
+def test_mali_formal_language_tables_run_at_the_papers_budget(name):
+    # Section 4.1: 30 epochs, Adam 2e-3, clipped at 15, halved after 3 checks.
+    table = reproduction.load_table(name)
+    assert table.seeds >= 5
+    for run in reproduction.plan(table, "unused", seeds=1):
+        train = run.recipe["train"]
+        assert (train["epochs"], train["learning_rate"]) == (30, 2e-3), run.row.name
+        assert (train["clipvalue"], train["reduce_lr_patience"]) == (15.0, 3)
+        assert train["reduce_lr_factor"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "name, languages",
+    [
+        ("mali_long", {"d2": "mali_d2", "d3": "mali_d3"}),
+        ("mali_long_d6_palindrome", {"d6": "mali_d6", "palindrome": "mali_palindrome"}),
+    ],
+)
+def test_long_string_tables_are_the_language_tables_runs(name, languages):
+    """Tables 8 and 9: the same runs (records copied) and the same paper numbers."""
+    long = reproduction.load_table(name)
+    for row in long.rows:
+        language, _, cell = row.name.partition("_")
+        table = reproduction.load_table(languages[language])
+        same = next(r for r in table.rows if r.name == cell)
+        assert (
+            reproduction.make_run(long, row, 0, "o").recipe
+            == reproduction.make_run(table, same, 0, "o").recipe
+        ), row.name
+        for key in ("long_120.strict", "long_160.strict"):
+            assert row.paper[key] == same.paper[key], row.name
 
 
 def test_shards_split_the_runs_without_overlap(tiny_table):
@@ -122,23 +266,67 @@ BAD_INPUTS = [
     (["{bad_key}"], "Unknown recipe key 'model.unitz'"),
     (["{bad_field}"], "unknown key 'recpie'"),
     (["{table}", "--shard", "2/2"], "shard 2/2 does not exist"),
+    ([], "No table given"),
+    (["{table}", "--aggregate-only"], "Nothing to aggregate"),  # issue 27, item 9
+    (["{table}", "--report"], "expected no TABLE"),
+    (["--report", "{tmp}/missing.md"], "is not a file"),
 ]
 
 
 @pytest.mark.parametrize("argv, message", BAD_INPUTS)
-def test_bad_input_is_one_line_and_exit_2(argv, message, tiny_table, tmp_path, capsys):
+def test_bad_input_is_one_line_and_exit_2(
+    argv, message, tiny_table, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # the default --results is ./results
     bad_key = tmp_path / "bad_key.toml"
     bad_key.write_text(TINY.replace("model.units=12", "model.unitz=12"))
     bad_field = tmp_path / "bad_field.toml"
     bad_field.write_text(TINY.replace('recipe = "tiny_dyck_lstm"', 'recpie = "x"', 1))
     paths = {"table": tiny_table, "bad_key": bad_key, "bad_field": bad_field}
-    argv = [a.format(**paths) for a in argv] + ["--out", str(tmp_path / "out")]
+    argv = [a.format(tmp=tmp_path, **paths) for a in argv]
+    argv += ["--out", str(tmp_path / "out")]
     with pytest.raises(SystemExit) as exit_info:
         reproduce.main(argv)
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip()
     assert message in error and "\n" not in error
     assert not (tmp_path / "out").exists()  # nothing written
+    assert not (tmp_path / "results").exists()
+
+
+def _tree(folder):
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "layout, option, message",
+    [
+        ("runs_file", "--out", "holds a file named runs"),
+        ("under_file", "--out", "cannot be made"),
+        ("under_file", "--results", "cannot be made"),
+    ],
+)
+def test_an_out_that_cannot_be_written_is_one_line(
+    layout, option, message, tiny_table, tmp_path, capsys, monkeypatch
+):
+    # issue 27, item 8: these ended in tracebacks, after writing.
+    monkeypatch.chdir(tmp_path)  # the default --results is ./results
+    folders = {"--out": tmp_path / "out"}
+    if layout == "runs_file":
+        folders[option].mkdir()
+        (folders[option] / "runs").write_text("not a folder\n")
+    else:
+        (tmp_path / "blocker").write_text("a file\n")
+        folders[option] = tmp_path / "blocker" / "inside"
+    before = _tree(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        reproduce.main(
+            [str(tiny_table), *(f for o, d in folders.items() for f in (o, str(d)))]
+        )
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and option in error and "\n" not in error
+    assert _tree(tmp_path) == before  # nothing written
 
 
 def test_a_run_dir_with_another_recipe_is_refused(tiny_table, tmp_path, capsys):
@@ -146,15 +334,311 @@ def test_a_run_dir_with_another_recipe_is_refused(tiny_table, tmp_path, capsys):
     run_dir.mkdir(parents=True)
     (run_dir / "recipe.json").write_text(json.dumps({"name": "other"}))
     with pytest.raises(SystemExit) as exit_info:
-        reproduce.main([str(tiny_table), "--out", str(tmp_path / "out")])
+        reproduce.main(
+            [
+                str(tiny_table),
+                "--out",
+                str(tmp_path / "out"),
+                "--results",
+                str(tmp_path / "results"),
+            ]
+        )
     assert exit_info.value.code == 2
     assert "holds a different recipe" in capsys.readouterr().err
+
+
+def _metrics(wcpa, cross_entropy):
+    return {"test": {"wcpa": wcpa, "cross_entropy": cross_entropy}}
+
+
+def _write_record(results_dir, table, row, seed, metrics, folder=None):
+    """A record of `row` at `seed` written by hand, as the runner writes one."""
+    run = reproduction.make_run(
+        table, next(r for r in table.rows if r.name == row), seed, "unused"
+    )
+    folder = folder or results.record_dir(results_dir, table.name, row, seed)
+    folder.mkdir(parents=True)
+    files = {
+        "recipe.json": run.recipe,
+        "metrics.json": metrics,
+        "timing.json": {"seconds": 10.0 + seed, "attempts": 1},
+        "host.json": {"cpu": "Test CPU", "cpus": 2},
+        "record.json": {"parameters": 100 + len(row)},
+    }
+    for name, value in files.items():
+        (folder / name).write_text(json.dumps(value))
+    (folder / "log.csv").write_text("epoch,loss\n0,1.0\n")
+    return folder
+
+
+SEEDS = {  # test.wcpa, test.cross_entropy of three seeds a row
+    "small": [(0.50, 1.00), (0.55, 0.95), (0.60, 0.90)],
+    "wide": [(0.90, 0.50), (0.92, 0.45), (0.95, 0.40)],
+}
+
+
+@pytest.fixture
+def recorded(tiny_table, tmp_path):
+    """A results folder with three seeds of both rows of the tiny table."""
+    table = reproduction.load_table(str(tiny_table))
+    results_dir = tmp_path / "results"
+    for row, seeds in SEEDS.items():
+        for seed, values in enumerate(seeds):
+            _write_record(results_dir, table, row, seed, _metrics(*values))
+    return results_dir
+
+
+def test_report_regenerates_the_marked_sections_only(tiny_table, recorded, tmp_path):
+    document = tmp_path / "DOC.md"
+    before = "# Title\n\nHand-written prose stays.\n\n"
+    pasted = "\n| pasted | by hand |\n|---|---|\n| from old runs | 1.0 |\n"
+    document.write_text(
+        f"{before}<!-- table: {tiny_table} -->\nstale\n<!-- end table -->\n{pasted}"
+    )
+    argv = ["--report", str(document), "--results", str(recorded)]
+    assert reproduce.main(argv) == 0
+    text = document.read_text()
+    assert text.startswith(f"{before}<!-- table: {tiny_table} -->\n### Tiny table\n")
+    assert text.endswith(f"<!-- end table -->\n{pasted}")
+    assert "stale" not in text
+    assert "| small | 50.00 / 60.00 | 55.00 | 60.00 | 5.000 | 3 | 105 | 11 |" in text
+    p = scipy.stats.ttest_ind(
+        [0.50, 0.45, 0.40], [1.00, 0.95, 0.90], equal_var=False, alternative="less"
+    ).pvalue
+    assert p < 0.001
+    assert (
+        "| wide has lower cross-entropy than small | 0.450 vs 0.950 | 3 vs 3 "
+        "| holds (p < 0.001) |" in text
+    )
+    assert "Runs: 6 on Test CPU (2 CPUs)." in text
+    assert "Not run yet" not in text
+    assert reproduce.main(argv) == 0  # again: nothing changes
+    assert document.read_text() == text
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("<!-- table: nope -->\n<!-- end table -->\n", "Unknown table 'nope'"),
+        ("<!-- table: {table} -->\nno end\n", "has no '<!-- end table -->' line"),
+        ("text\n<!-- end table -->\n", "without a '<!-- table: NAME -->' line"),
+    ],
+)
+def test_report_refuses_a_malformed_document(
+    body, message, tiny_table, recorded, tmp_path, capsys
+):
+    document = tmp_path / "DOC.md"
+    document.write_text(body.format(table=tiny_table))
+    before = document.read_text()
+    with pytest.raises(SystemExit) as exit_info:
+        reproduce.main(["--report", str(document), "--results", str(recorded)])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and "\n" not in error
+    assert document.read_text() == before
+
+
+def test_reproduction_md_is_what_the_records_give():
+    """REPRODUCTION.md's generated sections equal `--report` of results/."""
+    root = Path(__file__).parents[2]
+    text = (root / "REPRODUCTION.md").read_text()
+    updated, names = results.update_document(text, root / "results")
+    assert names, "REPRODUCTION.md has no generated table section"
+    assert updated == text, "run: python -m training.reproduce --report"
+
+
+def test_the_table_is_made_from_every_record(tiny_table, recorded, tmp_path, capsys):
+    # issue 27, item 2: --only and --aggregate-only showed the selection alone.
+    out = tmp_path / "out"
+    argv = [str(tiny_table), "--out", str(out), "--results", str(recorded)]
+    for extra in (["--only", "wide"], ["--only", "wide", "--aggregate-only"]):
+        assert reproduce.main([*argv, "--seeds", "1", *extra]) == 0
+        summary = json.loads((out / "tiny.json").read_text())
+        assert [(r["row"], r["seed"]) for r in summary["runs"]] == [
+            (row, seed) for row in SEEDS for seed in range(3)
+        ]
+        assert summary["missing"] == {}
+    assert "1 runs (1 in this shard), 1 finished, 0 to train" in (
+        capsys.readouterr().out
+    )
+    assert not (out / "runs").exists()  # nothing was trained
+
+
+def test_a_record_of_the_same_recipe_is_copied_not_trained(
+    tiny_table, tmp_path, capsys
+):
+    table = reproduction.load_table(str(tiny_table))
+    results_dir = tmp_path / "results"
+    _write_record(
+        results_dir,
+        table,
+        "small",
+        0,
+        _metrics(0.5, 1.0),
+        folder=results_dir / "other_table" / "other_row" / "seed-0",
+    )
+    out = tmp_path / "out"
+    argv = ["--seeds", "1", "--only", "small", "--out", str(out)]
+    assert reproduce.main([str(tiny_table), *argv, "--results", str(results_dir)]) == 0
+    output = capsys.readouterr().out
+    assert "small seed 0: same recipe as other_table/other_row/seed-0, copied" in output
+    assert "1 runs (1 in this shard), 1 finished, 0 to train" in output
+    record = results_dir / "tiny" / "small" / "seed-0"
+    assert json.loads((record / "record.json").read_text()) == {
+        "parameters": 105,
+        "copied_from": "other_table/other_row/seed-0",
+    }
+    assert not (out / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("recipe", "holds a different recipe than row 'small'"),
+        ("truncate", "metrics.json' is not valid JSON"),
+        ("stray", "is not a row of table 'tiny'"),
+    ],
+)
+def test_a_wrong_record_is_refused(
+    damage, message, tiny_table, recorded, tmp_path, capsys
+):
+    record = recorded / "tiny" / "small" / "seed-0"
+    if damage == "recipe":
+        shutil.copy(recorded / "tiny" / "wide" / "seed-0" / "recipe.json", record)
+    elif damage == "truncate":
+        (record / "metrics.json").write_text('{"test": {"wc')
+    else:
+        (recorded / "tiny" / "old_row").mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        reproduce.main(
+            [str(tiny_table), "--out", str(tmp_path / "o"), "--results", str(recorded)]
+        )
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and "\n" not in error
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The tiny table at one seed, trained once: its file, OUT and RESULTS."""
+    folder = tmp_path_factory.mktemp("trained")
+    table = folder / "tiny.toml"
+    table.write_text(TINY)
+    out, records = folder / "out", folder / "results"
+    argv = ["--seeds", "1", "--jobs", "2", "--out", str(out), "--results"]
+    assert reproduce.main([str(table), *argv, str(records)]) == 0
+    return table, out, records
+
+
+def _copy_out(trained, tmp_path):
+    """A copy of the trained OUT without its aggregate."""
+    copy = tmp_path / "out"
+    shutil.copytree(trained[1], copy)
+    for name in ("tiny.md", "tiny.json"):
+        (copy / name).unlink()
+    return copy
+
+
+def test_finished_runs_are_recorded_and_not_trained_again(trained, tmp_path, capsys):
+    table, out, records = trained
+    record = records / "tiny" / "small" / "seed-0"
+    assert sorted(path.name for path in record.iterdir()) == [
+        "host.json",
+        "log.csv",
+        "metrics.json",
+        "recipe.json",
+        "record.json",
+        "timing.json",
+    ]  # no weights
+    run_dir = out / "runs" / "small" / "seed-0"
+    for name in ("recipe.json", "metrics.json", "log.csv", "timing.json"):
+        assert (record / name).read_bytes() == (run_dir / name).read_bytes()
+    host = json.loads((record / "host.json").read_text())
+    assert host["cpu"] and host["cpus"] >= 1 and host["tensorflow"]
+    assert json.loads((record / "record.json").read_text())["parameters"] > 0
+    summary = json.loads((out / "tiny.json").read_text())
+    assert summary["runs"][0]["host"].startswith(host["cpu"])
+
+    fresh = tmp_path / "fresh"  # another machine: the records, no run directory
+    argv = ["--seeds", "1", "--out", str(fresh), "--results", str(records)]
+    assert reproduce.main([str(table), *argv]) == 0
+    assert "2 runs (2 in this shard), 2 finished, 0 to train" in capsys.readouterr().out
+    assert not (fresh / "runs").exists()
+    assert (fresh / "tiny.md").read_text() == (out / "tiny.md").read_text()
+
+
+def test_aggregate_only_takes_every_finished_row(trained, tmp_path, monkeypatch):
+    # issue 27, item 2, from run directories (before any record existed).
+    out = _copy_out(trained, tmp_path)
+    monkeypatch.chdir(tmp_path)  # the default --results is ./results
+    argv = [str(trained[0]), "--seeds", "1", "--out", str(out), "--only", "wide"]
+    assert reproduce.main([*argv, "--aggregate-only"]) == 0
+    summary = json.loads((out / "tiny.json").read_text())
+    assert [(r["row"], r["seed"]) for r in summary["runs"]] == [
+        ("small", 0),
+        ("wide", 0),
+    ]
+    assert (tmp_path / "results" / "tiny" / "small" / "seed-0").is_dir()
+
+
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+DAMAGES = [
+    ("metrics.json", _truncate, "metrics.json is not valid JSON"),
+    (
+        "timing.json",
+        lambda path: path.write_text('{"seconds": "soon"}'),
+        "timing.json is not the runner's timing",
+    ),
+    ("best.keras", _truncate, "best.keras is missing or not a .keras file"),
+]
+
+
+@pytest.mark.parametrize("name, damage, reason", DAMAGES)
+def test_a_damaged_run_is_named_and_left_out(
+    name, damage, reason, trained, tmp_path, capsys, monkeypatch
+):
+    # issue 27, item 7: each of these stopped the runner with a traceback.
+    monkeypatch.chdir(tmp_path)  # the default --results is ./results
+    out = _copy_out(trained, tmp_path)
+    damage(out / "runs" / "small" / "seed-0" / name)
+    argv = ["--seeds", "1", "--out", str(out)]
+    assert reproduce.main([str(trained[0]), *argv, "--aggregate-only"]) == 0
+    assert (
+        f"small seed 0: damaged ({reason}); left out of the table"
+        in capsys.readouterr().out
+    )
+    summary = json.loads((out / "tiny.json").read_text())
+    assert [(r["row"], r["seed"]) for r in summary["runs"]] == [("wide", 0)]
+    assert summary["missing"] == {"small": [0]}
+    assert "Not run yet: small (seed 0)." in (out / "tiny.md").read_text()
+
+
+def test_a_damaged_run_is_trained_again(trained, tmp_path, capsys):
+    out = _copy_out(trained, tmp_path)
+    run_dir = out / "runs" / "small" / "seed-0"
+    _truncate(run_dir / "metrics.json")
+    argv = ["--seeds", "1", "--out", str(out), "--results", str(tmp_path / "r")]
+    assert reproduce.main([str(trained[0]), *argv]) == 0
+    output = capsys.readouterr().out
+    assert (
+        "small seed 0: damaged (metrics.json is not valid JSON); set aside, to be "
+        "trained again" in output
+    )
+    assert "2 runs (2 in this shard), 1 finished, 1 to train" in output
+    assert (run_dir / "metrics.json.damaged").is_file()
+    original = trained[1] / "runs" / "small" / "seed-0" / "metrics.json"
+    assert (run_dir / "metrics.json").read_text() == original.read_text()
+    assert (tmp_path / "r" / "tiny" / "small" / "seed-0" / "metrics.json").is_file()
 
 
 def _complete_summary(out):
     """The tiny table's JSON summary, checked to hold every row x seed."""
     summary = json.loads((out / "tiny.json").read_text())
-    assert summary["missing"] == []
+    assert summary["missing"] == {}
     assert sorted((r["row"], r["seed"]) for r in summary["runs"]) == [
         ("small", 0),
         ("small", 1),
@@ -173,6 +657,8 @@ def _runner(table, out, *extra):
             str(table),
             "--out",
             str(out),
+            "--results",
+            str(out.parent / "results"),
             *extra,
         ],
         stdout=subprocess.PIPE,

@@ -1,0 +1,327 @@
+"""Run records: the small files of each finished run, kept in the repository.
+
+    RESULTS/TABLE/ROW/seed-N/
+        recipe.json    the resolved recipe the run trained (seed included)
+        metrics.json   its metrics on every split
+        log.csv        its per-epoch history (Keras's CSVLogger)
+        timing.json    seconds of training over all attempts, and attempts
+        host.json      the machine it trained on: CPU model and count,
+                       platform, Python, TensorFlow and Keras versions (GPUs
+                       where nvidia-smi names any)
+        record.json    parameters (counted from best.keras when recorded);
+                       `copied_from` when the run is another table's record
+                       of the same recipe
+
+No weights and no data: a record is what a table needs, and it outlives the
+machine. RESULTS is `results/` in the repository (`--results` of
+`training.reproduce`). A record is written into a hidden folder beside its
+place and renamed into it, so a record folder is always complete, and two
+processes recording the same run keep the first.
+
+`training.reproduce` writes the record of every run it finishes, does not
+train a run whose record exists (a table can be completed over several
+sessions and machines), copies a record of the same recipe from another table
+instead of training it again, and makes its tables from the records alone.
+`update_document` regenerates the marked table sections of REPRODUCTION.md
+from them (`python -m training.reproduce --report`).
+"""
+
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from training import recipes, reproduction, runs
+
+TIMING = "timing.json"
+HOST = "host.json"
+RECORD = "record.json"
+RECORD_FILES = (runs.RECIPE, runs.METRICS, runs.LOG, TIMING, HOST)
+SEED_FOLDER = re.compile(r"seed-(\d+)")
+BEGIN = re.compile(r"<!-- table: (\S+) -->")
+END = "<!-- end table -->"
+
+
+def _cpu():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip().lower() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _gpus():
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in listed.splitlines() if line.strip()]
+
+
+def host():
+    """The machine this process runs on, as `host.json` holds it."""
+    cpus = (
+        len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count()
+    )
+    info = {
+        "cpu": _cpu(),
+        "cpus": cpus,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+    for package in ("tensorflow", "keras"):
+        try:
+            info[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    gpus = _gpus()
+    if gpus:
+        info["gpus"] = gpus
+    return info
+
+
+def describe_host(info):
+    """One line naming a `host.json`'s machine, or None without one."""
+    if not isinstance(info, dict) or not info.get("cpu"):
+        return None
+    text = str(info["cpu"])
+    if info.get("cpus"):
+        text += f" ({info['cpus']} CPUs)"
+    if info.get("gpus"):
+        text += f", GPU {', '.join(map(str, info['gpus']))}"
+    return text
+
+
+def record_dir(results, table_name, row_name, seed):
+    """Where the record of one row x seed of a table lives."""
+    return Path(results) / table_name / row_name / f"seed-{seed}"
+
+
+def _publish(target, files, record):
+    """Writes a record folder at `target` at once; False if one is there."""
+    target = Path(target)
+    if target.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.parent / f".{target.name}.tmp-{os.getpid()}"
+    shutil.rmtree(temporary, ignore_errors=True)  # this process's leftover
+    temporary.mkdir()
+    for name, path in files.items():
+        shutil.copyfile(path, temporary / name)
+    runs.write_json(temporary / RECORD, record)
+    try:
+        os.rename(temporary, target)
+    except OSError:
+        shutil.rmtree(temporary, ignore_errors=True)
+        if not target.is_dir():
+            raise
+        return False  # another process recorded it first
+    return True
+
+
+def write_record(run_dir, target, parameters):
+    """Copies a finished run's record files from `run_dir` to `target`.
+
+    Returns False (and writes nothing) when `target` already exists.
+    """
+    run_dir = Path(run_dir)
+    files = {
+        name: run_dir / name for name in RECORD_FILES if (run_dir / name).is_file()
+    }
+    return _publish(target, files, {"parameters": parameters})
+
+
+def copy_record(source, target, results):
+    """Copies the record at `source` to `target` (the same run in another table)."""
+    source = Path(source)
+    record = runs.read_json(source / RECORD)
+    origin = record.get("copied_from") or source.relative_to(results).as_posix()
+    files = {name: source / name for name in RECORD_FILES if (source / name).is_file()}
+    return _publish(target, files, {**record, "copied_from": origin})
+
+
+def _key(recipe):
+    return json.dumps(recipe, sort_keys=True)
+
+
+class RecordIndex:
+    """Finds a record of a resolved recipe anywhere under `results`."""
+
+    def __init__(self, results):
+        self.results = Path(results)
+        self._paths = None
+
+    def find(self, recipe):
+        """The record folder of a run of `recipe` (seed included), or None."""
+        if self._paths is None:
+            self._paths = {}
+            pattern = f"*/*/seed-*/{runs.RECIPE}"
+            for path in sorted(self.results.glob(pattern)):
+                if not (path.parent / RECORD).is_file():
+                    continue
+                try:
+                    key = _key(runs.read_recipe(path))
+                except (runs.RunError, OSError):
+                    continue  # a damaged record is refused where it is used
+                self._paths.setdefault(key, path.parent)
+        return self._paths.get(_key(recipe))
+
+
+def _read(folder, name, required=True):
+    path = folder / name
+    if not path.is_file():
+        if not required:
+            return None
+        raise reproduction.TableError(
+            f"Record {str(folder)!r} has no {name}; expected the files "
+            "python -m training.reproduce copied there (remove that folder to "
+            "run it again)."
+        )
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise reproduction.TableError(
+            f"Record file {str(path)!r} is not valid JSON; expected the file "
+            "python -m training.reproduce copied there (restore it from git, or "
+            "remove that folder to run it again)."
+        ) from None
+
+
+def read_record(folder, run, results):
+    """The result of `run` (a `reproduction.Run`) from its record `folder`.
+
+    Raises:
+        TableError: a file is missing or not JSON, or the record holds
+            another recipe than `run` asks for (the table changed since).
+    """
+    folder = Path(folder)
+    recipe = _read(folder, runs.RECIPE)
+    metrics = _read(folder, runs.METRICS)
+    timing = _read(folder, TIMING, required=False) or {}
+    record = _read(folder, RECORD)
+    if not all(isinstance(value, dict) for value in (recipe, metrics, record)):
+        raise reproduction.TableError(
+            f"Record {str(folder)!r} is damaged (recipe.json, metrics.json or "
+            "record.json is not a JSON object); expected the files python -m "
+            "training.reproduce copied there."
+        )
+    if recipes.with_defaults(recipe) != run.recipe:
+        raise reproduction.TableError(
+            f"Record {str(folder)!r} holds a different recipe than row "
+            f"{run.row.name!r} now asks for; expected another --results, or move "
+            "that record away to run the row again."
+        )
+    seconds = timing.get("seconds") if isinstance(timing, dict) else None
+    return {
+        "row": run.row.name,
+        "seed": run.seed,
+        "record": folder.relative_to(results).as_posix(),
+        "seconds": seconds if isinstance(seconds, (int, float)) else None,
+        "parameters": record.get("parameters"),
+        "host": describe_host(_read(folder, HOST, required=False)),
+        "copied_from": record.get("copied_from"),
+        "metrics": metrics,
+    }
+
+
+def read_table_records(results, table):
+    """Every record of `table` under `results`, in the table's row order.
+
+    Raises:
+        TableError: a folder that is no row of the table or no seed, or a
+            damaged or out-of-date record (`read_record`).
+    """
+    folder = Path(results) / table.name
+    if not folder.is_dir():
+        return []
+    rows = {row.name: row for row in table.rows}
+    found = []
+    for row_dir in sorted(folder.iterdir()):
+        if row_dir.name not in rows or not row_dir.is_dir():
+            raise reproduction.TableError(
+                f"Record folder {str(row_dir)!r} is not a row of table "
+                f"{table.name!r}; expected one of: {', '.join(rows)}."
+            )
+        for seed_dir in sorted(row_dir.iterdir()):
+            if seed_dir.name.startswith("."):
+                continue  # a record being written
+            match = SEED_FOLDER.fullmatch(seed_dir.name)
+            if not match or not seed_dir.is_dir():
+                raise reproduction.TableError(
+                    f"Record folder {str(seed_dir)!r} is not a seed; expected "
+                    "folders named seed-N."
+                )
+            run = reproduction.make_run(
+                table, rows[row_dir.name], int(match.group(1)), "unused"
+            )
+            found.append(read_record(seed_dir, run, results))
+    order = list(rows)
+    return sorted(
+        found, key=lambda result: (order.index(result["row"]), result["seed"])
+    )
+
+
+def update_document(text, results, name="REPRODUCTION.md"):
+    """Regenerates the table sections of a Markdown document from the records.
+
+    A section is the lines between `<!-- table: NAME -->` and
+    `<!-- end table -->` (each on a line of its own); it becomes
+    `reproduction.markdown` of table NAME summarized from its records under
+    `results`. Everything outside the sections is left as it is.
+
+    Returns:
+        The new text and the names of the tables regenerated.
+
+    Raises:
+        TableError: an unknown table, a section without its end line, or a
+            damaged record.
+    """
+    lines = text.split("\n")
+    updated, names, index = [], [], 0
+    while index < len(lines):
+        line = lines[index]
+        updated.append(line)
+        index += 1
+        if line == END:
+            raise reproduction.TableError(
+                f"{name} line {index}: {END!r} without a '<!-- table: NAME -->' "
+                "line before it."
+            )
+        match = BEGIN.fullmatch(line)
+        if not match:
+            continue
+        end = index
+        while end < len(lines) and lines[end] != END:
+            if BEGIN.fullmatch(lines[end]):
+                end = len(lines)
+                break
+            end += 1
+        if end == len(lines):
+            raise reproduction.TableError(
+                f"{name} line {index}: {line!r} has no {END!r} line after it "
+                "(before the next section); expected one closing each section."
+            )
+        table = reproduction.load_table(match.group(1))
+        summary = reproduction.summarize(table, read_table_records(results, table))
+        updated += reproduction.markdown(table, summary).rstrip("\n").split("\n")
+        updated.append(END)
+        names.append(table.name)
+        index = end + 1
+    return "\n".join(updated), names
