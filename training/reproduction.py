@@ -302,16 +302,16 @@ def select_rows(table, only=()):
 def plan(table, out, seeds, only=()):
     """Every run of the table's selected rows at seeds `0 .. seeds - 1`.
 
-    Each recipe is resolved here, so a wrong recipe name or override is a
-    `recipes.RecipeError` before anything runs.
+    Seed by seed (every row's seed 0, then every row's seed 1, ...), so a
+    sweep stopped part-way leaves every row with the same number of seeds,
+    which is what a claim's test compares. Each recipe is resolved here, so
+    a wrong recipe name or override is a `recipes.RecipeError` before
+    anything runs.
     """
     if not isinstance(seeds, int) or seeds < 1:
         raise TableError(f"seeds must be an integer >= 1; received {seeds!r}.")
-    return [
-        make_run(table, row, seed, out)
-        for row in select_rows(table, only)
-        for seed in range(seeds)
-    ]
+    rows = select_rows(table, only)
+    return [make_run(table, row, seed, out) for seed in range(seeds) for row in rows]
 
 
 def make_run(table, row, seed, out):

@@ -248,6 +248,15 @@ def test_long_string_tables_are_the_language_tables_runs(name, languages):
             assert row.paper[key] == same.paper[key], row.name
 
 
+def test_runs_go_seed_by_seed_so_a_stopped_sweep_is_even(tiny_table):
+    table = reproduction.load_table(str(tiny_table))
+    planned = reproduction.plan(table, "out", seeds=3)
+    rows = [row.name for row in table.rows]
+    assert [(r.seed, r.row.name) for r in planned] == [
+        (seed, row) for seed in range(3) for row in rows
+    ]
+
+
 def test_shards_split_the_runs_without_overlap(tiny_table):
     table = reproduction.load_table(str(tiny_table))
     planned = reproduction.plan(table, "out", seeds=3)
