@@ -3,7 +3,8 @@
 A run directory holds `recipe.json` (the resolved recipe, seed included),
 `vocabulary.json`, `best.keras` (the best model by validation loss),
 `backup/` (`BackupAndRestore`, while training), `log.csv`, `tensorboard/`,
-`metrics.json` and, after export, `saved_model/`.
+`metrics.json`, `.train.lock` (locked while a process trains there; it names
+that process) and, after export, `saved_model/`.
 
 - `train_run(recipe, run_dir)` trains a resolved recipe there and returns its
   metrics (what `python -m training.train` runs);
@@ -13,8 +14,12 @@ A run directory holds `recipe.json` (the resolved recipe, seed included),
 """
 
 import collections
+import contextlib
+import fcntl
 import json
 import math
+import os
+import socket
 import tempfile
 import zipfile
 from pathlib import Path
@@ -35,6 +40,7 @@ RECIPE, VOCABULARY, BEST, METRICS = (
     "metrics.json",
 )
 BACKUP, LOG, TENSORBOARD = "backup", "log.csv", "tensorboard"
+TRAIN_LOCK = ".train.lock"
 
 Run = collections.namedtuple("Run", ["recipe", "vocabulary", "task", "model"])
 Run.__doc__ = (
@@ -80,6 +86,39 @@ def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
     return run_dir
 
 
+@contextlib.contextmanager
+def lock_run_dir(run_dir, name=TRAIN_LOCK):
+    """Holds an exclusive lock on the existing folder `run_dir` while the block runs.
+
+    The lock is an `fcntl.flock` on the file `name` in `run_dir`, which
+    names its holder (process id and host) while it is held. It is
+    released when the block ends or the process dies, however it dies; a
+    lock file left behind blocks no one.
+
+    Raises:
+        RunError: another process holds the lock (the message names it).
+    """
+    path = Path(run_dir) / name
+    with open(path, "a+") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            holder = file.read().strip() or "another process"
+            raise RunError(
+                f"Run directory {str(run_dir)!r} is locked by {holder} (which holds "
+                f"{str(path)!r}); expected one process per run directory: wait "
+                "for it to finish or use another --run-dir."
+            ) from None
+        try:
+            file.truncate(0)
+            file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+            file.flush()
+            yield path
+        finally:
+            file.truncate(0)  # released: it names no one
+
+
 def run_directory_callbacks(run_dir, monitor):
     """The callbacks that write into a run directory: backup, best model, logs."""
     return [
@@ -97,11 +136,15 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     determinism on, writes `recipe.json` and `vocabulary.json`, fits with
     `training.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
     evaluates the best model on every split of the task and writes
-    `metrics.json`. A run directory that already holds this recipe resumes
-    from its backup (a finished run is trained again from the start); one
-    that holds another recipe is a `RunError`. The model is built and fitted
-    in the scope of `training.fitting.distribution_strategy` (`train.distribute`);
-    in a multi-worker run only the chief writes `run_dir`, the other workers
+    `metrics.json`. Nothing is written until everything that can refuse the
+    run has passed (the run directory, the data, the model and its options),
+    and the run directory is locked while it is written (`lock_run_dir`): a
+    second process training into it is refused. A run directory that
+    already holds this recipe resumes from its backup (a finished run is
+    trained again from the start); one that holds another recipe is a
+    `RunError`. The model is built and fitted in the scope of
+    `training.fitting.distribution_strategy` (`train.distribute`); in a
+    multi-worker run only the chief writes `run_dir`, the other workers
     train in temporary directories and return their (equal) metrics. Prints
     nothing but Keras's progress at `verbose`.
 
@@ -115,6 +158,10 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         `{split: metrics}` for each of the task's splits, as in
         `metrics.json`; `make_task(recipe).report(metrics[split], split)`
         formats one.
+
+    Raises:
+        RunError: `run_dir` is a file, holds another recipe, or is locked by
+            another process.
     """
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
@@ -130,47 +177,62 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         return _train_in(recipe, Path(scratch), strategy, verbose, callbacks)
 
 
-def _train_in(recipe, run_dir, strategy, verbose, callbacks):
+def _backup_to_resume(recipe, run_dir):
+    """The backup metadata of an interrupted run of `recipe` in `run_dir`, or None.
+
+    A `RunError` if `run_dir` holds another recipe; a `ValueError` if its
+    backup cannot be read. Reads only.
+    """
     recipe_path = run_dir / RECIPE
     if recipe_path.exists() and read_recipe(recipe_path) != recipe:
         raise RunError(
             f"Run directory {str(run_dir)!r} holds a different recipe; expected a "
             "new --run-dir or the same recipe and overrides."
         )
-    backup = RunBackup.read_metadata(run_dir / BACKUP) if run_dir.is_dir() else None
+    return RunBackup.read_metadata(run_dir / BACKUP) if run_dir.is_dir() else None
+
+
+def _train_in(recipe, run_dir, strategy, verbose, callbacks):
+    # Every check before the first write: the run directory's recipe and
+    # backup, the data, the model (its options are checked when it is built).
+    _backup_to_resume(recipe, run_dir)
     keras.utils.set_random_seed(recipe["train"]["seed"])
     tf.config.experimental.enable_op_determinism()
     task = make_task(recipe)
-    vocabulary = task.vocabulary.to_json()  # reads the data: fails before writing
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(recipe_path, recipe)
-    log = run_dir / LOG
-    if backup is None:  # a new or finished run starts afresh
-        log.unlink(missing_ok=True)
-        (run_dir / BEST).unlink(missing_ok=True)
-    elif log.exists():  # drop the rows of epochs the backup does not hold
-        with open(log, "r+b") as file:
-            file.truncate(backup["log_size"] or 0)
-    (run_dir / VOCABULARY).write_text(vocabulary)
+    vocabulary = task.vocabulary.to_json()  # reads the data
     with strategy.scope():
         model = task.build_model()
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with lock_run_dir(run_dir), strategy.scope():
+        # Read again under the lock: another process may have trained here
+        # since the check above.
+        backup = _backup_to_resume(recipe, run_dir)
+        write_json(run_dir / RECIPE, recipe)
+        log = run_dir / LOG
+        if backup is None:  # a new or finished run starts afresh
+            log.unlink(missing_ok=True)
+            (run_dir / BEST).unlink(missing_ok=True)
+        elif log.exists():  # drop the rows of epochs the backup does not hold
+            with open(log, "r+b") as file:
+                file.truncate(backup["log_size"] or 0)
+        (run_dir / VOCABULARY).write_text(vocabulary)
         history = fitting.fit(
             model,
             task,
             callbacks=[*run_directory_callbacks(run_dir, task.monitor), *callbacks],
             verbose=verbose,
         )
-    losses = history.history.get("loss", [])
-    if not all(math.isfinite(loss) for loss in losses):
-        raise RunError(
-            f"Training diverged: the loss became {losses[-1]} in epoch "
-            f"{len(losses)} and TerminateOnNaN stopped the run; expected finite "
-            "losses (try a lower train.learning_rate)."
-        )
-    best = load_best(task, run_dir / BEST)
-    metrics = {split: task.evaluate(best, split) for split in task.splits}
-    write_json(run_dir / METRICS, metrics)
+        losses = history.history.get("loss", [])
+        if not all(math.isfinite(loss) for loss in losses):
+            raise RunError(
+                f"Training diverged: the loss became {losses[-1]} in epoch "
+                f"{len(losses)} and TerminateOnNaN stopped the run; expected finite "
+                "losses (try a lower train.learning_rate)."
+            )
+        best = load_best(task, run_dir / BEST)
+        metrics = {split: task.evaluate(best, split) for split in task.splits}
+        write_json(run_dir / METRICS, metrics)
     return metrics
 
 
