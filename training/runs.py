@@ -53,7 +53,34 @@ class RunError(ValueError):
 
 
 def write_json(path, value):
-    Path(path).write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    """Writes `value` as JSON at `path`; a one-line `RunError`, and nothing
+    written, if it holds a NaN or an infinity (which JSON cannot hold)."""
+    try:
+        text = json.dumps(value, indent=2, sort_keys=True, allow_nan=False)
+    except ValueError:
+        where, number = _first_non_finite(value)
+        raise RunError(
+            f"Not writing {str(path)!r}: {where} is {number}, which JSON cannot "
+            "hold; expected finite numbers."
+        ) from None
+    Path(path).write_text(text + "\n")
+
+
+def _first_non_finite(value, where=""):
+    """`(where, number)` of the first NaN or infinity in `value`, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "the value", value
+    if isinstance(value, dict):
+        items = ((f"{where}.{key}".lstrip("."), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{where}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for inner, item in items:
+        found = _first_non_finite(item, inner)
+        if found:
+            return found
+    return None
 
 
 def read_json(path):
