@@ -31,6 +31,7 @@ from training.analysis.loading import (
     stream_ids,
     token_names,
 )
+from zoo.checks import check_number, check_positive_int
 
 ANALYSES = ("surprisal", "pabs", "routing", "stack", "ldpa")
 
@@ -56,6 +57,7 @@ def run_label(name, recipe):
 
 
 def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
+    check_number("--fraction", fraction, 0, 1, low_open=True)
     loaded = [load(d) for d in run_dirs]
     for run_dir, (recipe, *_) in zip(run_dirs, loaded, strict=True):
         check_kind(recipe, ("language_model",), "surprisal", run_dir)
@@ -77,28 +79,32 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
     result.update({"runs": labels, "unit": "bits", "split": split})
     level = loaded[0][0]["task"]["level"]  # PTB characters are read as words
     unit = "bits/char" if level == "char" else f"bits/{level}"
+    plots.make_out_dir(out)
     surprisal.plot(result, labels, out / "surprisal.png", unit=unit)
     runs.write_json(out / "surprisal.json", result)
     return result
 
 
 def analyze_pabs(run_dirs, out, split=None):
-    results = {}
+    computed = []
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         recipe, _, _, model = load(run_dir)
-        angles = pabs.pairwise_angles(model)
+        computed.append((name, recipe, pabs.pairwise_angles(model)))
+    plots.make_out_dir(out)
+    for name, recipe, angles in computed:
         pabs.plot(
             angles,
             out / f"pabs-{name}.png",
             title=f"Principal angles: {run_label(name, recipe)}",
         )
-        results[name] = angles
+    results = {name: angles for name, _, angles in computed}
     runs.write_json(out / "pabs.json", results)
     return results
 
 
 def analyze_routing(run_dirs, out, split, texts=(), samples=4):
-    results = {}
+    check_positive_int("--samples", samples)
+    computed = []
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         recipe, vocabulary, task, model = load(run_dir)
         routing.routed_layers(model)
@@ -111,8 +117,13 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
         for row, string in enumerate(strings):
             padded[row, : len(string)] = string
         tokens = [token_names(vocabulary, s) for s in strings]
+        layers = routing.routing_weights(model, padded)
+        computed.append((name, recipe, tokens, layers))
+    plots.make_out_dir(out)
+    results = {}
+    for name, recipe, tokens, layers in computed:
         rows = []
-        for layer, groups, weights in routing.routing_weights(model, padded):
+        for layer, groups, weights in layers:
             per_token = routing.mean_weight_per_token(tokens, weights)
             rows += routing.table_rows(layer, groups, per_token)
             routing.plot(
@@ -129,7 +140,8 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
 
 
 def analyze_stack(run_dirs, out, split, texts=(), samples=3):
-    results = {}
+    check_positive_int("--samples", samples)
+    computed = []
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         recipe, vocabulary, task, model = load(run_dir)
         check_kind(recipe, ("recognition",), "stack", run_dir)
@@ -146,13 +158,7 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
         counted = sum(s["steps"] for s in shares)
         shown = encode_texts(task, texts) if texts else positives[:samples]
         traced = stack.trace(model, shown)
-        stack.plot(
-            [token_names(vocabulary, s) for s in shown],
-            traced,
-            out / f"stack-{name}.png",
-            title=f"Stack actions: {run_label(name, recipe)}",
-        )
-        results[name] = {
+        result = {
             "split": split,
             "language": language,
             "positive_strings": len(positives),
@@ -168,6 +174,16 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
                 for s, t in zip(shown, traced, strict=True)
             ],
         }
+        computed.append((name, recipe, result, traced))
+    plots.make_out_dir(out)
+    for name, recipe, result, traced in computed:
+        stack.plot(
+            [shown["tokens"] for shown in result["shown"]],
+            traced,
+            out / f"stack-{name}.png",
+            title=f"Stack actions: {run_label(name, recipe)}",
+        )
+    results = {name: result for name, _, result, _ in computed}
     runs.write_json(out / "stack.json", results)
     return results
 
@@ -179,6 +195,7 @@ def analyze_ldpa(run_dirs, out, split):
         check_kind(recipe, ("dyck", "dyck_closing"), "ldpa", run_dir)
         check_split(task, split)
         metrics[run_label(name, recipe)] = task.evaluate(model, split)
+    plots.make_out_dir(out)
     ldpa.plot(metrics, out / "ldpa.png")
     plots.write_table(out / "ldpa.csv", ldpa.table_rows(metrics))
     return metrics
@@ -206,7 +223,7 @@ def main(argv=None):
     args = parser.parse_intermixed_args(argv)
     out = Path(args.out)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        plots.check_out_dir(out)  # created once the input has passed its checks
         if args.what == "surprisal":
             result = analyze_surprisal(args.run_dirs, out, args.split, args.fraction)
             for label, after in zip(result["runs"], result["after"], strict=True):
@@ -234,7 +251,7 @@ def main(argv=None):
         else:
             for label, metrics in analyze_ldpa(args.run_dirs, out, args.split).items():
                 print(f"{label}: WCPA {metrics['wcpa']:.4f}")
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(f"wrote {out}")
     return 0

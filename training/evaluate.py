@@ -21,11 +21,13 @@ to `RUN_DIR/evaluation-SPLIT-dynamic.json`; the saved model never changes.
 """
 
 import argparse
+import math
 import sys
 
 from training import runs
 from training.analysis import dynamic
 from training.analysis.loading import check_kind, stream_ids
+from zoo.checks import check_number
 
 DYNAMIC_DEFAULTS = {
     "learning_rate": 1e-3,
@@ -54,7 +56,9 @@ def evaluate_dynamic(run_dir, split="test", **settings):
 
     `settings` are those of `DYNAMIC_DEFAULTS`; `result` holds them beside
     `dynamic.dynamic_evaluation`'s dict. Nothing in `run_dir` but the result
-    file is written.
+    file is written, and that only when the settings are valid (finite and
+    in range, checked before the run is loaded) and the dynamic
+    cross-entropy is finite (a `ValueError` otherwise).
     """
     unknown = sorted(set(settings) - set(DYNAMIC_DEFAULTS))
     if unknown:
@@ -66,6 +70,8 @@ def evaluate_dynamic(run_dir, split="test", **settings):
                 f"--{key.replace('_', '-')} must be at least 1; received "
                 f"{settings[key]!r}."
             )
+    check_number("--learning-rate", settings["learning_rate"], low=0)
+    check_number("--decay", settings["decay"], 0, 1)
     recipe, _, task, model = runs.load_run(run_dir)
     check_kind(recipe, ("language_model",), "Dynamic evaluation", run_dir)
     ids = stream_ids(task, split)
@@ -88,6 +94,13 @@ def evaluate_dynamic(run_dir, split="test", **settings):
         statistics=statistics,
     )
     result["settings"] = settings
+    if not math.isfinite(result["dynamic"]["cross_entropy"]):
+        raise ValueError(
+            f"Dynamic evaluation diverged: the cross-entropy became "
+            f"{result['dynamic']['cross_entropy']} at --learning-rate "
+            f"{settings['learning_rate']:g}; expected a smaller learning rate "
+            "(nothing was written)."
+        )
     runs.write_json(
         runs.check_run(run_dir) / f"evaluation-{split}-dynamic.json", result
     )

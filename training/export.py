@@ -9,6 +9,9 @@ tokenizer's ops):
 - `serve(token_ids)`: int32 `(batch, time)` -> the model's output: logits
   `(batch, time, vocab)` for a language model, the dict `next_symbol` /
   `accept` for a recognizer, closing-bracket probabilities for the Dyck-RNN.
+  Ids outside `[0, vocabulary size)` are refused (`InvalidArgumentError`
+  saying so; an embedding lookup would wrap a negative id around, and a GPU
+  gives zeros for one too large); `time` 0 gives outputs with 0 steps.
 - `serve_text(texts)`: a batch of strings, tokenized inside the graph with the
   run's vocabulary (tokens separated by spaces for Dyck and recognition
   runs, e.g. `"(a (b b) a)"`), -> a dict with `log_probabilities`
@@ -95,6 +98,25 @@ class TextScorer(tf.Module):
         return results
 
 
+def serve_ids(model, token_ids, vocab_size):
+    """`model`'s output on `(batch, time)` ids, checked to be in the vocabulary.
+
+    The checks run in the graph, so they hold wherever the SavedModel is
+    served. A recurrent model reads left to right, so a `(batch, 0)` input is
+    read as one padding step whose outputs are then cut to 0 steps.
+    """
+    message = f"serve: token ids must be in [0, {vocab_size}), the run's vocabulary"
+    in_vocabulary = [
+        tf.debugging.assert_non_negative(token_ids, message=message),
+        tf.debugging.assert_less(token_ids, vocab_size, message=message),
+    ]
+    with tf.control_dependencies(in_vocabulary):
+        time = tf.shape(token_ids)[1]
+        steps = tf.pad(token_ids, [[0, 0], [0, tf.maximum(1 - time, 0)]])  # >= 1
+    outputs = model(steps, training=False)
+    return tf.nest.map_structure(lambda output: output[:, :time], outputs)
+
+
 def export_model(model, vocabulary, path, start_id=None, head="language_model"):
     """Writes `model` with the `serve` and `serve_text` endpoints to `path`."""
     scorer = TextScorer(model, vocabulary, start_id, head)
@@ -103,7 +125,7 @@ def export_model(model, vocabulary, path, start_id=None, head="language_model"):
     archive.track(scorer.tokenizer)
     archive.add_endpoint(
         "serve",
-        lambda token_ids: model(token_ids, training=False),
+        lambda token_ids: serve_ids(model, token_ids, len(vocabulary)),
         input_signature=[tf.TensorSpec([None, None], tf.int32, name="token_ids")],
     )
     archive.add_endpoint(

@@ -15,6 +15,7 @@ import numpy as np
 
 import zoo
 from training import runs
+from zoo.checks import check_number
 
 
 def sample_next(logits, temperature, top_k, rng):
@@ -36,8 +37,7 @@ def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
     """
     if length < 0:
         raise ValueError(f"`length` must be >= 0; received {length!r}.")
-    if not temperature > 0:
-        raise ValueError(f"`temperature` must be > 0; received {temperature!r}.")
+    check_number("temperature", temperature, low=0, low_open=True)
     if top_k is not None and top_k < 1:
         raise ValueError(f"`top_k` must be >= 1; received {top_k!r}.")
     _, vocabulary, task, trained = runs.load_run(run_dir)

@@ -3,10 +3,13 @@
 Every figure has a title, labelled axes (with units) and a legend, and is
 sized to stay readable when shown at README width (about 700 pixels). The
 numbers behind a figure are written beside its PNG by the caller
-(`write_table`, `runs.write_json`).
+(`write_table`, `runs.write_json`), in an output folder that
+`check_out_dir` checks before anything runs and `make_out_dir` creates once
+the inputs have passed their checks.
 """
 
 import csv
+import os
 from pathlib import Path
 
 import matplotlib
@@ -85,4 +88,44 @@ def write_table(path, rows):
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else [])
         writer.writeheader()
         writer.writerows(rows)
+    return path
+
+
+def check_out_dir(path, option="--out"):
+    """Returns `path` as a `Path` if a folder can be made there; creates nothing.
+
+    A one-line `ValueError` (naming `option`) if `path` is a file, lies
+    inside a file, or its nearest existing folder cannot be written.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(
+            f"{option} {str(path)!r} is a file; expected a folder (new or existing)."
+        )
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(
+            f"{option} {str(path)!r} lies inside the file {str(existing)!r}; "
+            "expected a folder."
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{option} {str(path)!r} cannot be written ({str(existing)!r} is not "
+            "writable); expected a folder you can write."
+        )
+    return path
+
+
+def make_out_dir(path, option="--out"):
+    """Creates the folder `path` (see `check_out_dir`); one-line `ValueError`s."""
+    path = check_out_dir(path, option)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(
+            f"{option} {str(path)!r} cannot be created ({error.strerror}); "
+            "expected a folder you can write."
+        ) from None
     return path

@@ -9,6 +9,7 @@ cores. `resolve` merges the defaults, the recipe, the scale and the user's
 combination (`check`) before any data is built.
 """
 
+import collections
 import copy
 import json
 import math
@@ -138,39 +139,14 @@ def _merge(base, update, where):
             raise RecipeError(
                 f"Unknown recipe key {where + key!r}; valid keys: {valid}."
             )
+        if isinstance(base[key], dict) and not isinstance(value, dict):
+            raise RecipeError(f"Recipe key {where + key!r} must be a table.")
         if key == "options":
             base[key] = {**base[key], **value}
         elif isinstance(base[key], dict):
-            if not isinstance(value, dict):
-                raise RecipeError(f"Recipe key {where + key!r} must be a table.")
             _merge(base[key], value, f"{where}{key}.")
         else:
-            _check_type(f"{where}{key}", base[key], value)
-            base[key] = value
-
-
-# Keys whose values may be of more than their default's type.
-TYPES = {"train.jit_compile": (str, bool)}
-
-
-def _check_type(key, default, value):
-    if default is None or value is None:
-        return
-    if key in TYPES:
-        if not isinstance(value, TYPES[key]):
-            raise RecipeError(
-                f"Recipe key {key!r} must be one of "
-                f"{', '.join(t.__name__ for t in TYPES[key])}; received {value!r}."
-            )
-        return
-    expected = type(default)
-    if expected is float and type(value) is int:
-        return
-    if type(value) is not expected:
-        raise RecipeError(
-            f"Recipe key {key!r} must be of type {expected.__name__}; "
-            f"received {value!r}."
-        )
+            base[key] = value  # its type is checked once merged (`check`)
 
 
 def parse_override(text):
@@ -280,11 +256,6 @@ def check(recipe):
             f"Unknown train.precision {train['precision']!r}; expected one of: "
             f"{', '.join(PRECISIONS)}."
         )
-    if not (train["jit_compile"] == "auto" or isinstance(train["jit_compile"], bool)):
-        raise RecipeError(
-            'train.jit_compile must be "auto", true or false; received '
-            f"{train['jit_compile']!r}."
-        )
     if train["stateful"] and train["distribute"] != "none":
         raise RecipeError(
             "train.stateful carries each row's state into the next batch, which a "
@@ -302,10 +273,6 @@ def check(recipe):
             "task.next_symbol_loss must be 'all' or 'positives'; received "
             f"{task['next_symbol_loss']!r}."
         )
-    if train["clipvalue"] is not None and train["clipvalue"] <= 0:
-        raise RecipeError(
-            f"train.clipvalue must be > 0; received {train['clipvalue']!r}."
-        )
     if train["curriculum"] and kind != "recognition":
         raise RecipeError(
             "train.curriculum feeds recognition strings by length; expected "
@@ -317,12 +284,7 @@ def check(recipe):
             f"{kind!r}, received true."
         )
     reset_every = train["reset_every"]
-    if reset_every is not None and not (
-        train["stateful"]
-        and isinstance(reset_every, int)
-        and not isinstance(reset_every, bool)
-        and reset_every >= 1
-    ):
+    if reset_every is not None and not (train["stateful"] and reset_every >= 1):
         raise RecipeError(
             "train.reset_every zeroes a stateful model's state every N batches; "
             "expected an integer >= 1 with train.stateful=true, received "
@@ -345,10 +307,6 @@ def check(recipe):
             f"'second_order_lstm', received {train['eval_temperature']!r} with "
             f"{model['cell']!r}."
         )
-    if train["stop_below_loss"] is not None and train["stop_below_loss"] <= 0:
-        raise RecipeError(
-            f"train.stop_below_loss must be > 0; received {train['stop_below_loss']!r}."
-        )
     if train["reduce_lr_patience"] is not None and (
         train["final_learning_rate"] is not None
     ):
@@ -358,48 +316,121 @@ def check(recipe):
         )
 
 
-# (section, key, lowest, whether the lowest is excluded) for the numbers whose
-# range the types do not say; `None` passes where the default is `None`.
-RANGES = (
-    ("task", "train_sequences", 1, False),
-    ("task", "dev_sequences", 1, False),
-    ("task", "test_sequences", 1, False),
-    ("task", "sequence_length", 1, False),
-    ("model", "units", 1, False),
-    ("model", "num_layers", 1, False),
-    ("model", "embedding_dim", 1, False),
-    ("model", "dropout", 0, False),
-    ("train", "epochs", 1, False),
-    ("train", "batch_size", 1, False),
-    ("train", "learning_rate", 0, True),
-    ("train", "final_learning_rate", 0, True),
-    ("train", "clipnorm", 0, True),
-    ("train", "early_stopping_patience", 0, False),
-    ("train", "reduce_lr_patience", 0, False),
-    ("train", "reduce_lr_factor", 0, True),
-    ("train", "temperature_min", 0, True),
-    ("train", "max_steps_per_epoch", 1, False),
+# The type of each key whose default is `None` ("not set"); every other key
+# has its default's type. A float key takes an int too; a bool is never a
+# number (`true` is not 1).
+OPTIONAL_TYPES = {
+    ("task", "kind"): str,
+    ("task", "data_dir"): str,
+    ("task", "train_cutoff"): int,
+    ("model", "cell"): str,
+    ("model", "embedding_dim"): int,
+    ("model", "output_dropout"): float,
+    ("train", "final_learning_rate"): float,
+    ("train", "clipvalue"): float,
+    ("train", "reduce_lr_patience"): int,
+    ("train", "temperature_factor"): float,
+    ("train", "eval_temperature"): float,
+    ("train", "stop_below_loss"): float,
+    ("train", "reset_every"): int,
+    ("train", "max_steps_per_epoch"): int,
+}
+
+Range = collections.namedtuple(
+    "Range", ["low", "high", "low_open", "high_open"], defaults=[None, False, False]
 )
+Range.__doc__ = """The values a number may take: `low` and `high` (None: no bound),
+each excluded when `low_open` / `high_open`."""
+
+# The range of every number whose type does not say it (a `None` is "not set"
+# where the key's default is `None`, and is not checked here).
+RANGES = {
+    ("task", "k"): Range(1),
+    ("task", "m"): Range(1),
+    ("task", "train_sequences"): Range(1),
+    ("task", "dev_sequences"): Range(1),
+    ("task", "test_sequences"): Range(1),
+    ("task", "split_scale"): Range(0, low_open=True),
+    ("task", "sequence_length"): Range(1),
+    ("model", "units"): Range(1),
+    ("model", "num_layers"): Range(1),
+    ("model", "embedding_dim"): Range(1),
+    ("model", "dropout"): Range(0, 1, high_open=True),
+    ("model", "output_dropout"): Range(0, 1, high_open=True),
+    ("train", "seed"): Range(0, 2**32 - 1),  # NumPy's seeds
+    ("train", "epochs"): Range(1),
+    ("train", "batch_size"): Range(1),
+    ("train", "learning_rate"): Range(0, low_open=True),
+    ("train", "final_learning_rate"): Range(0, low_open=True),
+    ("train", "clipnorm"): Range(0, low_open=True),
+    ("train", "clipvalue"): Range(0, low_open=True),
+    ("train", "early_stopping_patience"): Range(0),
+    ("train", "reduce_lr_patience"): Range(0),
+    ("train", "reduce_lr_factor"): Range(0, 1, low_open=True, high_open=True),
+    ("train", "temperature_factor"): Range(0, 1, low_open=True),
+    ("train", "temperature_min"): Range(0, low_open=True),
+    ("train", "stop_below_loss"): Range(0, low_open=True),
+    ("train", "max_steps_per_epoch"): Range(1),
+}
+
+
+def _check_type(name, value, expected, optional):
+    if value is None and optional:
+        return
+    number = expected is float and type(value) is int  # an int is a float here
+    if type(value) is not expected and not number:
+        raise RecipeError(
+            f"Recipe key {name!r} must be of type {expected.__name__}"
+            f"{' or null' if optional else ''}; received {value!r}."
+        )
+    if type(value) is float and not math.isfinite(value):
+        raise RecipeError(f"{name} must be a finite number; received {value!r}.")
+
+
+def _check_jit_compile(value):
+    if not (value == "auto" or isinstance(value, bool)):
+        raise RecipeError(
+            f'train.jit_compile must be "auto", true or false; received {value!r}.'
+        )
+
+
+def _describe(range_):
+    bounds = []
+    if range_.low is not None:
+        bounds.append(f"{'>' if range_.low_open else '>='} {range_.low}")
+    if range_.high is not None:
+        bounds.append(f"{'<' if range_.high_open else '<='} {range_.high}")
+    return " and ".join(bounds)
 
 
 def _check_values(recipe):
-    """Every number finite and in its range (`RANGES`), as one-line errors."""
-    for section in ("task", "model", "train"):
-        for key, value in recipe[section].items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise RecipeError(
-                    f"{section}.{key} must be a finite number; received {value!r}."
-                )
-    for section, key, low, open_low in RANGES:
-        value = recipe[section][key]
-        if value is None or isinstance(value, bool):
+    """Every key of the schema of its type, every number finite and in range.
+
+    The schema is `DEFAULTS` (a key's type is its default's, or
+    `OPTIONAL_TYPES`'s where the default is `None`) and `RANGES`; each
+    error is one line naming the key.
+    """
+    for section, defaults in DEFAULTS.items():
+        if not isinstance(defaults, dict):  # description, source
+            _check_type(section, recipe[section], type(defaults), optional=False)
             continue
-        if value < low or (open_low and value == low):
-            relation = ">" if open_low else ">="
-            raise RecipeError(
-                f"{section}.{key} must be {relation} {low}; received {value!r}."
-            )
-    if not recipe["model"]["dropout"] < 1:
-        raise RecipeError(
-            f"model.dropout must be < 1; received {recipe['model']['dropout']!r}."
+        for key, default in defaults.items():
+            if (section, key) == ("train", "jit_compile"):  # "auto", true or false
+                _check_jit_compile(recipe[section][key])
+                continue
+            optional = default is None
+            expected = OPTIONAL_TYPES[section, key] if optional else type(default)
+            _check_type(f"{section}.{key}", recipe[section][key], expected, optional)
+    for (section, key), range_ in RANGES.items():
+        value = recipe[section][key]
+        if value is None:
+            continue
+        low, high = range_.low, range_.high
+        too_low = low is not None and (value <= low if range_.low_open else value < low)
+        too_high = high is not None and (
+            value >= high if range_.high_open else value > high
         )
+        if too_low or too_high:
+            raise RecipeError(
+                f"{section}.{key} must be {_describe(range_)}; received {value!r}."
+            )

@@ -3,7 +3,8 @@
 A run directory holds `recipe.json` (the resolved recipe, seed included),
 `vocabulary.json`, `best.keras` (the best model by validation loss),
 `backup/` (`BackupAndRestore`, while training), `log.csv`, `tensorboard/`,
-`metrics.json` and, after export, `saved_model/`.
+`metrics.json`, `.train.lock` (locked while a process trains there; it names
+that process) and, after export, `saved_model/`.
 
 - `train_run(recipe, run_dir)` trains a resolved recipe there and returns its
   metrics (what `python -m training.train` runs);
@@ -13,8 +14,12 @@ A run directory holds `recipe.json` (the resolved recipe, seed included),
 """
 
 import collections
+import contextlib
+import fcntl
 import json
 import math
+import os
+import socket
 import tempfile
 import zipfile
 from pathlib import Path
@@ -36,6 +41,7 @@ RECIPE, VOCABULARY, BEST, METRICS = (
 BACKUP, LOG, TENSORBOARD = "backup", "log.csv", "tensorboard"
 # The key of metrics.json that records the compile mode (not a split).
 JIT_COMPILE = "jit_compile"
+TRAIN_LOCK = ".train.lock"
 
 Run = collections.namedtuple("Run", ["recipe", "vocabulary", "task", "model"])
 Run.__doc__ = (
@@ -48,7 +54,34 @@ class RunError(ValueError):
 
 
 def write_json(path, value):
-    Path(path).write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    """Writes `value` as JSON at `path`; a one-line `RunError`, and nothing
+    written, if it holds a NaN or an infinity (which JSON cannot hold)."""
+    try:
+        text = json.dumps(value, indent=2, sort_keys=True, allow_nan=False)
+    except ValueError:
+        where, number = _first_non_finite(value)
+        raise RunError(
+            f"Not writing {str(path)!r}: {where} is {number}, which JSON cannot "
+            "hold; expected finite numbers."
+        ) from None
+    Path(path).write_text(text + "\n")
+
+
+def _first_non_finite(value, where=""):
+    """`(where, number)` of the first NaN or infinity in `value`, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "the value", value
+    if isinstance(value, dict):
+        items = ((f"{where}.{key}".lstrip("."), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{where}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for inner, item in items:
+        found = _first_non_finite(item, inner)
+        if found:
+            return found
+    return None
 
 
 def read_json(path):
@@ -81,6 +114,39 @@ def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
     return run_dir
 
 
+@contextlib.contextmanager
+def lock_run_dir(run_dir, name=TRAIN_LOCK):
+    """Holds an exclusive lock on the existing folder `run_dir` while the block runs.
+
+    The lock is an `fcntl.flock` on the file `name` in `run_dir`, which
+    names its holder (process id and host) while it is held. It is
+    released when the block ends or the process dies, however it dies; a
+    lock file left behind blocks no one.
+
+    Raises:
+        RunError: another process holds the lock (the message names it).
+    """
+    path = Path(run_dir) / name
+    with open(path, "a+") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            holder = file.read().strip() or "another process"
+            raise RunError(
+                f"Run directory {str(run_dir)!r} is locked by {holder} (which holds "
+                f"{str(path)!r}); expected one process per run directory: wait "
+                "for it to finish or use another --run-dir."
+            ) from None
+        try:
+            file.truncate(0)
+            file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
+            file.flush()
+            yield path
+        finally:
+            file.truncate(0)  # released: it names no one
+
+
 def run_directory_callbacks(run_dir, monitor, facts=None):
     """The callbacks that write into a run directory: backup, best model, logs.
 
@@ -102,12 +168,16 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     writes `recipe.json` and `vocabulary.json`, fits with
     `training.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
     evaluates the best model on every split of the task and writes
-    `metrics.json`, with the compile mode under `"jit_compile"`. A run
-    directory that already holds this recipe resumes from its backup (a
-    finished run is trained again from the start); one that holds another
-    recipe is a `RunError`. The model is built and fitted
-    in the scope of `training.fitting.distribution_strategy` (`train.distribute`);
-    in a multi-worker run only the chief writes `run_dir`, the other workers
+    `metrics.json`, with the compile mode under `"jit_compile"`. Nothing is
+    written until everything that can refuse the run has passed (the run
+    directory, the data, the model and its options), and the run directory
+    is locked while it is written (`lock_run_dir`): a second process
+    training into it is refused. A run directory that
+    already holds this recipe resumes from its backup (a finished run is
+    trained again from the start); one that holds another recipe is a
+    `RunError`. The model is built and fitted in the scope of
+    `training.fitting.distribution_strategy` (`train.distribute`); in a
+    multi-worker run only the chief writes `run_dir`, the other workers
     train in temporary directories and return their (equal) metrics. Prints
     nothing but Keras's progress at `verbose`.
 
@@ -122,6 +192,10 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         `{"jit_compile": {"used": bool, "reason": str}}`, as in
         `metrics.json`; `make_task(recipe).report(metrics[split], split)`
         formats one.
+
+    Raises:
+        RunError: `run_dir` is a file, holds another recipe, or is locked by
+            another process.
     """
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
@@ -137,33 +211,48 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         return _train_in(recipe, Path(scratch), strategy, verbose, callbacks)
 
 
-def _train_in(recipe, run_dir, strategy, verbose, callbacks):
+def _backup_to_resume(recipe, run_dir):
+    """The backup metadata of an interrupted run of `recipe` in `run_dir`, or None.
+
+    A `RunError` if `run_dir` holds another recipe; a `ValueError` if its
+    backup cannot be read. Reads only.
+    """
     recipe_path = run_dir / RECIPE
     if recipe_path.exists() and read_recipe(recipe_path) != recipe:
         raise RunError(
             f"Run directory {str(run_dir)!r} holds a different recipe; expected a "
             "new --run-dir or the same recipe and overrides."
         )
-    backup = RunBackup.read_metadata(run_dir / BACKUP) if run_dir.is_dir() else None
+    return RunBackup.read_metadata(run_dir / BACKUP) if run_dir.is_dir() else None
+
+
+def _train_in(recipe, run_dir, strategy, verbose, callbacks):
+    # Every check before the first write: the run directory's recipe and
+    # backup, the data, the model (its options are checked when it is built).
+    _backup_to_resume(recipe, run_dir)
     keras.utils.set_random_seed(recipe["train"]["seed"])
     task = make_task(recipe)
-    vocabulary = task.vocabulary.to_json()  # reads the data: fails before writing
-    jit = compile_choice(task, backup)
-    compile_mode.configure_determinism(jit.used)
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json(recipe_path, recipe)
-    log = run_dir / LOG
-    if backup is None:  # a new or finished run starts afresh
-        log.unlink(missing_ok=True)
-        (run_dir / BEST).unlink(missing_ok=True)
-    elif log.exists():  # drop the rows of epochs the backup does not hold
-        with open(log, "r+b") as file:
-            file.truncate(backup["log_size"] or 0)
-    (run_dir / VOCABULARY).write_text(vocabulary)
+    vocabulary = task.vocabulary.to_json()  # reads the data
     with strategy.scope():
         model = task.build_model()
-        facts = {"jit_compile": jit._asdict()}
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with lock_run_dir(run_dir), strategy.scope():
+        # Read again under the lock: another process may have trained here
+        # since the check above.
+        backup = _backup_to_resume(recipe, run_dir)
+        jit = compile_choice(task, backup)
+        compile_mode.configure_determinism(jit.used)
+        write_json(run_dir / RECIPE, recipe)
+        log = run_dir / LOG
+        if backup is None:  # a new or finished run starts afresh
+            log.unlink(missing_ok=True)
+            (run_dir / BEST).unlink(missing_ok=True)
+        elif log.exists():  # drop the rows of epochs the backup does not hold
+            with open(log, "r+b") as file:
+                file.truncate(backup["log_size"] or 0)
+        (run_dir / VOCABULARY).write_text(vocabulary)
+        facts = {JIT_COMPILE: jit._asdict()}
         history = fitting.fit(
             model,
             task,
@@ -174,17 +263,17 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
             verbose=verbose,
             jit_compile=jit.used,
         )
-    losses = history.history.get("loss", [])
-    if not all(math.isfinite(loss) for loss in losses):
-        raise RunError(
-            f"Training diverged: the loss became {losses[-1]} in epoch "
-            f"{len(losses)} and TerminateOnNaN stopped the run; expected finite "
-            "losses (try a lower train.learning_rate)."
-        )
-    best = load_best(task, run_dir / BEST)
-    metrics = {split: task.evaluate(best, split) for split in task.splits}
-    metrics[JIT_COMPILE] = jit._asdict()
-    write_json(run_dir / METRICS, metrics)
+        losses = history.history.get("loss", [])
+        if not all(math.isfinite(loss) for loss in losses):
+            raise RunError(
+                f"Training diverged: the loss became {losses[-1]} in epoch "
+                f"{len(losses)} and TerminateOnNaN stopped the run; expected finite "
+                "losses (try a lower train.learning_rate)."
+            )
+        best = load_best(task, run_dir / BEST)
+        metrics = {split: task.evaluate(best, split) for split in task.splits}
+        metrics[JIT_COMPILE] = jit._asdict()
+        write_json(run_dir / METRICS, metrics)
     return metrics
 
 

@@ -35,19 +35,22 @@ def load_suite(suite, data_dir=None):
 def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every=1):
     """Scores `suite` (every `every`-th pair) with the run's model.
 
-    Writes and returns the results.
+    Writes and returns the results, once every check has passed (the
+    options, the run, the suite, and that at least half of the pairs can be
+    scored: `training.analysis.syntax.check_scored`).
     """
     if every < 1:
         raise ValueError(f"--every must be at least 1; received {every!r}.")
+    name = MARVIN_LINZEN if suite == MARVIN_LINZEN else Path(suite).stem
+    out = plots.check_out_dir(out if out else Path(run_dir) / f"syntax-{name}")
     recipe, vocabulary, _, model = load(run_dir)
     check_kind(recipe, ("language_model",), "Syntactic evaluation", run_dir)
     pairs = load_suite(suite, data_dir)[::every]
     result = syntax.evaluate_pairs(model, vocabulary, pairs)
+    syntax.check_scored(result, vocabulary)
     result["suite"] = suite
     result["every"] = every
-    name = MARVIN_LINZEN if suite == MARVIN_LINZEN else Path(suite).stem
-    out = Path(out) if out else Path(run_dir) / f"syntax-{name}"
-    out.mkdir(parents=True, exist_ok=True)
+    plots.make_out_dir(out)
     runs.write_json(out / "syntax.json", result)
     plots.write_table(out / "syntax.csv", syntax.table_rows(result))
     syntax.plot(result, out / "syntax.png", title=f"Syntactic evaluation: {name}")
@@ -97,7 +100,7 @@ def main(argv=None):
         result, out = evaluate_syntax(
             args.run_dir, args.suite, args.data_dir, args.out, args.every
         )
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(report(result))
     print(f"wrote {out}")

@@ -4,6 +4,8 @@ Each raises a one-line `ValueError` that names the argument, says what was
 expected and what was received.
 """
 
+import math
+
 
 def check_positive_int(name, value):
     """Raises a one-line `ValueError` unless `value` is an integer >= 1."""
@@ -12,18 +14,23 @@ def check_positive_int(name, value):
 
 
 def check_number(name, value, low=None, high=None, low_open=False, high_open=False):
-    """Raises a one-line `ValueError` unless `value` is a number in range.
+    """Raises a one-line `ValueError` unless `value` is a finite number in range.
 
     `low_open` / `high_open` exclude the bound itself: a dropout rate is
-    `check_number("dropout", rate, 0, 1, high_open=True)`, in [0, 1).
+    `check_number("dropout", rate, 0, 1, high_open=True)`, in [0, 1). NaN and
+    infinities are refused whatever the range.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"`{name}` must be a number; received {value!r}.")
+    if not math.isfinite(value):
+        raise ValueError(f"`{name}` must be a finite number; received {value!r}.")
     too_low = low is not None and (value <= low if low_open else value < low)
     too_high = high is not None and (value >= high if high_open else value > high)
     if too_low or too_high:
-        opening = "(" if low_open else "["
-        closing = ")" if high_open else "]"
+        opening = "(" if low_open or low is None else "["
+        closing = ")" if high_open or high is None else "]"
+        low = "-inf" if low is None else low
+        high = "inf" if high is None else high
         raise ValueError(
             f"`{name}` must be in {opening}{low}, {high}{closing}; received {value!r}."
         )

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import keras
 import pytest
@@ -176,32 +177,94 @@ def test_syntax_on_a_json_lines_suite(tmp_path, corpus, capsys):
         (["ldpa", "{lm}"], "ldpa needs a run of task kind dyck or dyck_closing"),
         (["surprisal", "{lm}", "--split", "train"], "Unknown split 'train'"),
         (["surprisal", "{tmp}/missing"], "does not exist"),
+        (["routing", "{lm}", "--samples", "-1"], "`--samples` must be a positive"),
+        (["stack", "{lm}", "--samples", "0"], "`--samples` must be a positive"),
+        (["surprisal", "{lm}", "--fraction", "nan"], "`--fraction` must be a finite"),
+        (["surprisal", "{lm}", "--fraction", "1.5"], "`--fraction` must be in (0, 1]"),
+        (["surprisal", "{lm}", "--out", "{file}"], "is a file; expected a folder"),
+        (["surprisal", "{lm}", "--out", "{file}/o"], "lies inside the file"),
+        # Not writable (refused up front), or for root refused when created.
+        (["surprisal", "{lm}", "--out", "/sys/rnn-zoo-out"], "'/sys/rnn-zoo-out'"),
     ],
 )
-def test_bad_input_is_one_line_and_status_2(tmp_path, corpus, capsys, command, message):
+def test_bad_input_is_one_line_and_status_2_and_writes_nothing(
+    tmp_path, corpus, capsys, command, message
+):
     lm = language_model(tmp_path, corpus, "lm", "lstm")
-    argv = [a.format(lm=lm, tmp=tmp_path) for a in command] + ["--out", str(tmp_path)]
+    file = tmp_path / "file.txt"
+    file.write_text("not a folder\n")
+    argv = [a.format(lm=lm, tmp=tmp_path, file=file) for a in command]
+    if "--out" not in argv:  # a new folder, which a refusal must not create
+        argv += ["--out", str(tmp_path / "out")]
+    before = sorted(tmp_path.rglob("*"))
     with pytest.raises(SystemExit) as exit_:
         analyze.main(argv)
     assert exit_.value.code == 2
     error = capsys.readouterr().err
-    assert message in error and len(error.strip().splitlines()) == 1
+    assert message in error and len(error.strip().splitlines()) == 1, error
+    assert sorted(tmp_path.rglob("*")) == before
+    assert not Path("/sys/rnn-zoo-out").exists()
 
 
-def test_syntax_bad_input_is_one_line_and_status_2(tmp_path, corpus, capsys):
+def test_a_later_runs_refusal_leaves_no_earlier_runs_picture(tmp_path, corpus):
+    so = language_model(
+        tmp_path, corpus, "so", "second_order_lstm", options='{"num_cells": 2}'
+    )
     lm = language_model(tmp_path, corpus, "lm", "lstm")
-    suite = tmp_path / "bad.jsonl"
-    suite.write_text(json.dumps({"sentence_good": "the cat sat"}) + "\n")
+    for what in ("pabs", "routing"):
+        with pytest.raises(SystemExit) as exit_:
+            analyze.main([what, str(so), str(lm), "--out", str(tmp_path / "out")])
+        assert exit_.value.code == 2
+        assert not (tmp_path / "out").exists()
+
+
+def write_suite(path, pairs):
+    lines = [{"sentence_good": good, "sentence_bad": bad} for good, bad in pairs]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
+
+
+def test_syntax_bad_input_is_one_line_status_2_and_writes_nothing(
+    tmp_path, corpus, capsys
+):
+    lm = str(language_model(tmp_path, corpus, "lm", "lstm"))
+    characters = str(language_model(tmp_path, corpus, "chars", "lstm", level="char"))
     dyck_run = make_run(tmp_path, "dyck", "tiny_dyck_lstm", ["task.test_sequences=8"])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"sentence_good": "the cat sat"}) + "\n")
+    good = write_suite(tmp_path / "good.jsonl", [("the cat sat", "the cat sit")])
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes(Path(good).read_text().replace("sit", "sít").encode("latin-1"))
+    # Punctuation the vocabulary lacks: both sentences of a pair become the
+    # same ids, as a suite with punctuation does on a PTB vocabulary.
+    punctuated = [("the cat sat.", "the cat sat!"), ("the dog sat.", "the dog sat?")]
+    unscorable = write_suite(tmp_path / "punct.jsonl", punctuated)
+    one_of_three = write_suite(
+        tmp_path / "third.jsonl", [("the cat sat", "the cat sit"), *punctuated]
+    )
+    file = tmp_path / "file.txt"
+    file.write_text("not a folder\n")
     for argv, message in (
-        ([str(lm), "--suite", str(suite)], "bad.jsonl:1: expected a JSON object"),
-        ([str(dyck_run), "--suite", str(suite)], "needs a run of task kind"),
+        ([lm, "--suite", str(bad)], "bad.jsonl:1: expected a JSON object"),
+        ([str(dyck_run), "--suite", str(bad)], "needs a run of task kind"),
+        ([lm, "--suite", str(latin1)], "latin1.jsonl: not UTF-8 text"),
+        (
+            [characters, "--suite", unscorable],
+            "Only 0 of 2 minimal pairs can be scored with this run's char-level "
+            "vocabulary (skipped 2: the same ids once unknown words are <unk>)",
+        ),
+        ([lm, "--suite", one_of_three], "Only 1 of 3 minimal pairs can be scored"),
+        ([lm, "--suite", good, "--out", str(file)], "is a file; expected a folder"),
+        ([lm, "--suite", good, "--out", f"{file}/o"], "lies inside the file"),
+        ([lm, "--suite", good, "--out", "/sys/rnn-zoo-out"], "'/sys/rnn-zoo-out'"),
     ):
+        before = sorted(tmp_path.rglob("*"))
         with pytest.raises(SystemExit) as exit_:
             syntax.main(argv)
         assert exit_.value.code == 2
         error = capsys.readouterr().err
-        assert message in error and len(error.strip().splitlines()) == 1
+        assert message in error and len(error.strip().splitlines()) == 1, error
+        assert sorted(tmp_path.rglob("*")) == before, argv
 
 
 def test_an_empty_split_is_one_line_and_status_2(tmp_path, corpus, capsys):

@@ -3,12 +3,13 @@ traceback, and writes nothing (issue 11)."""
 
 import hashlib
 import json
+import math
 import shutil
 
 import pytest
 
 from tests.training.tiny import TINY, tiny_recipe
-from training import evaluate, export, generate, recipes, reproduce, runs, train
+from training import evaluate, export, fitting, generate, reproduce, runs, train
 from training.callbacks import RunBackup
 from tuning import search
 
@@ -83,6 +84,20 @@ CASES = [
     ("train", ["tiny_dyck_lstm", "train.batch_size=0"], "batch_size must be >= 1"),
     ("train", ["tiny_dyck_lstm", "train.epochs=0"], "epochs must be >= 1"),
     ("train", ["tiny_dyck_lstm", "train.epochs=-1"], "epochs must be >= 1"),
+    # optional keys are type-checked, and nothing is written before every check
+    ("train", ["tiny_dyck_lstm", "train.clipvalue=nan", "--run-dir", "{tmp}/r"],
+     "'train.clipvalue' must be of type float or null"),
+    ("train", ["tiny_dyck_lstm", "train.clipvalue=[1]", "--run-dir", "{tmp}/r"],
+     "'train.clipvalue' must be of type float or null"),
+    ("train", ["tiny_dyck_lstm", "train.stop_below_loss=true", "--run-dir",
+               "{tmp}/r"], "'train.stop_below_loss' must be of type float"),
+    ("train", ["tiny_dyck_lstm", "train.final_learning_rate=Infinity",
+               "--run-dir", "{tmp}/r"], "final_learning_rate must be a finite"),
+    ("train", ["tiny_dyck_lstm", "train.reduce_lr_patience=1",
+               "train.reduce_lr_factor=2", "--run-dir", "{tmp}/r"],
+     "reduce_lr_factor must be > 0 and < 1"),
+    ("train", ["tiny_dyck_lstm", "model.options.nope=1", "--run-dir", "{tmp}/r"],
+     "Unrecognized keyword arguments"),
     ("train", ["tiny_dyck_lstm", "--run-dir", "{file}"], "is a file"),
     ("train", ["tiny_dyck_lstm", "--run-dir", "{dyck}"], "holds a different recipe"),
     ("train", [*DYCK, "--run-dir", "{badbackup}"], "Backup weights"),
@@ -97,6 +112,16 @@ CASES = [
     ("evaluate", ["{badrecipe}"], "recipe.json' is not valid JSON"),
     ("evaluate", ["{badvocab}"], "vocabulary.json' cannot be read"),
     ("evaluate", ["{dyck}", "--split", "nope"], "Unknown split 'nope'"),
+    ("evaluate", ["{dyck}", "--dynamic", "--learning-rate", "nan"],
+     "`--learning-rate` must be a finite number; received nan."),
+    ("evaluate", ["{dyck}", "--dynamic", "--learning-rate", "inf"],
+     "`--learning-rate` must be a finite number; received inf."),
+    ("evaluate", ["{dyck}", "--dynamic", "--learning-rate", "-1"],
+     "`--learning-rate` must be in [0, inf); received -1.0."),
+    ("evaluate", ["{dyck}", "--dynamic", "--decay", "nan"],
+     "`--decay` must be a finite number"),
+    ("evaluate", ["{dyck}", "--dynamic", "--decay", "1.5"],
+     "`--decay` must be in [0, 1]; received 1.5."),
     # training.export
     ("export", ["{truncated}", "{tmp}/out"], "best.keras' cannot be read"),
     ("export", ["{dyck}", "{file}"], "is a file"),
@@ -106,6 +131,10 @@ CASES = [
     ("generate", ["{recognizer}", "--prompt", "(a"], "recognizer model"),
     ("generate", ["{truncated}", "--prompt", "(a"], "best.keras' cannot be read"),
     ("generate", ["{dyck}", "--prompt", "(a", "--length", "-1"], "`length` must"),
+    ("generate", ["{dyck}", "--prompt", "(a", "--temperature", "inf"],
+     "`temperature` must be a finite number"),
+    ("generate", ["{dyck}", "--prompt", "(a", "--temperature", "nan"],
+     "`temperature` must be a finite number"),
     # tuning.search
     ("search", [*SEARCH, "--directory", "{tmp}/work", "--project-name", "mydata",
                 "--overwrite"], "is not a search of python -m tuning.search"),
@@ -155,11 +184,19 @@ def test_unreadable_backup_is_found_before_anything_is_written(world):
 
 
 def test_diverged_run_exits_2_and_exports_nothing(tmp_path, capsys, monkeypatch):
-    # A NaN learning rate, let past the recipe check, makes the loss NaN in
-    # the first batch: TerminateOnNaN stops the run.
-    monkeypatch.setattr(recipes, "_check_values", lambda recipe: None)
+    # An optimizer with a NaN learning rate (which the recipe check refuses,
+    # so it is made past the recipe) makes the loss NaN after the first
+    # step: TerminateOnNaN stops the run.
+    make_optimizer = fitting.make_optimizer
+    monkeypatch.setattr(
+        fitting,
+        "make_optimizer",
+        lambda train, steps: make_optimizer(
+            {**train, "learning_rate": math.nan}, steps
+        ),
+    )
     run_dir = tmp_path / "run"
-    argv = ["tiny_dyck_lstm", "train.learning_rate=NaN"]
+    argv = ["tiny_dyck_lstm"]
     with pytest.raises(SystemExit) as exit_info:
         train.main([*argv, "--run-dir", str(run_dir)])
     error = capsys.readouterr().err

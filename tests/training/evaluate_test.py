@@ -64,8 +64,29 @@ def test_bad_dynamic_evaluation_is_one_line(dyck_run, extra, message, capsys):
     assert message in error and error.count("\n") == 1
 
 
-def test_bad_dynamic_settings_are_one_line(text_run, capsys):
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--decay", "2"], "`--decay` must be in [0, 1]; received 2.0."),
+        (["--learning-rate", "nan"], "`--learning-rate` must be a finite number"),
+        (["--learning-rate=-inf"], "`--learning-rate` must be a finite number"),
+        # Finite, but so large that the weights overflow: refused, not written.
+        (["--learning-rate", "1e30"], "Dynamic evaluation diverged"),
+    ],
+)
+def test_bad_dynamic_settings_keep_the_earlier_result(text_run, capsys, extra, message):
+    earlier = text_run / "evaluation-valid-dynamic.json"
+    earlier.write_text('{"earlier": true}\n')
     with pytest.raises(SystemExit) as exit_:
-        main([str(text_run), "--dynamic", "--decay", "2"])
+        main([str(text_run), "--split", "valid", "--dynamic", *extra])
     assert exit_.value.code == 2
-    assert "Expected learning_rate >= 0, 0 <= decay <= 1" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert earlier.read_text() == '{"earlier": true}\n'
+
+
+def test_a_nan_is_never_written_as_json(tmp_path):
+    path = tmp_path / "metrics.json"
+    with pytest.raises(runs.RunError, match="dynamic.perplexity is nan, which JSON"):
+        runs.write_json(path, {"dynamic": {"perplexity": float("nan")}})
+    assert not path.exists()

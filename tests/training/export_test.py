@@ -23,6 +23,23 @@ def test_export_serves_the_runs_model(dyck_run, tmp_path):
     np.testing.assert_allclose(loaded.serve(tf.constant(ids)), expected, atol=1e-5)
 
 
+def test_serve_refuses_ids_outside_the_vocabulary_and_takes_zero_steps(
+    dyck_run, tmp_path
+):
+    loaded = tf.saved_model.load(str(export_run(dyck_run, tmp_path / "saved")))
+    size = len(runs.load_vocabulary(dyck_run))
+    # A negative id was looked up wrapped around, silently.
+    for ids in ([[1, -1, 3]], [[1, size, 3]]):
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match=rf"token ids must be in \[0, {size}\)"
+        ):
+            loaded.serve(tf.constant(ids, tf.int32))
+    logits = loaded.serve(tf.constant([[1, 3]], tf.int32)).shape[-1]
+    for batch in (2, 0):
+        empty = loaded.serve(tf.zeros((batch, 0), tf.int32))
+        assert empty.shape == (batch, 0, logits)
+
+
 def test_exported_model_answers_in_a_fresh_process(dyck_run, tmp_path):
     saved = export_run(dyck_run, tmp_path / "saved_model")
     texts = ["(a (b b) a)", "(a a)", "(b (a (b b) a) b) (a a)"]

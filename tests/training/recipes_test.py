@@ -1,3 +1,5 @@
+import re
+
 import keras
 import pytest
 
@@ -88,7 +90,7 @@ def test_small_scale_overrides_the_paper_scale():
         ("recognition_d2_diffstk_rnn", ["train.clipvalue=0"], "clipvalue must be > 0"),
         ("dyck2_mlstm", ["train.curriculum=true"], "expected task.kind 'recognition'"),
         ("ptb_word_lstm", ["train.reset_every=0"], "train.reset_every zeroes"),
-        ("ptb_word_lstm", ["train.reset_every=1.5"], "train.reset_every zeroes"),
+        ("ptb_word_lstm", ["train.reset_every=1.5"], "must be of type int or null"),
         (
             "ptb_word_lstm",
             ["train.stateful=false", "train.reset_every=16"],
@@ -102,3 +104,60 @@ def test_bad_combinations_are_refused_before_any_data(
     with pytest.raises(recipes.RecipeError, match=message) as info:
         recipes.resolve(name, "small", overrides)
     assert "\n" not in str(info.value)
+
+
+def test_every_key_not_set_by_default_has_a_type():
+    not_set = {
+        (section, key)
+        for section, table in recipes.DEFAULTS.items()
+        if isinstance(table, dict)
+        for key, default in table.items()
+        if default is None
+    }
+    assert set(recipes.OPTIONAL_TYPES) == not_set
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        # Optional keys (default None) are checked as the others are.
+        ("train.clipvalue=nan", "'train.clipvalue' must be of type float or null"),
+        ("train.clipvalue=inf", "'train.clipvalue' must be of type float or null"),
+        ("train.clipvalue=abc", "'train.clipvalue' must be of type float or null"),
+        ("train.clipvalue=[1]", "'train.clipvalue' must be of type float or null"),
+        ("train.clipvalue=true", "float or null; received True"),
+        ("train.clipvalue=NaN", "train.clipvalue must be a finite number"),
+        ("train.clipvalue=Infinity", "train.clipvalue must be a finite number"),
+        ("train.final_learning_rate=NaN", "final_learning_rate must be a finite"),
+        ("train.final_learning_rate=nan", "'train.final_learning_rate' must be of"),
+        ("train.stop_below_loss=nan", "'train.stop_below_loss' must be of type"),
+        ("train.stop_below_loss=true", "float or null; received True"),
+        ("train.stop_below_loss=-Infinity", "stop_below_loss must be a finite"),
+        ("train.reduce_lr_patience=true", "int or null; received True"),
+        ("train.max_steps_per_epoch=2.5", "int or null; received 2.5"),
+        ("train.temperature_factor=true", "float or null; received True"),
+        ("model.output_dropout=abc", "'model.output_dropout' must be of type float"),
+        ("task.data_dir=3", "'task.data_dir' must be of type str or null"),
+        # Keys with a default are never null.
+        ("train.epochs=null", "'train.epochs' must be of type int; received None"),
+        ("model.tie_embeddings=1", "must be of type bool; received 1"),
+        # Ranges with an upper end, which Keras would refuse only when fitting.
+        ("model.output_dropout=1", "model.output_dropout must be >= 0 and < 1"),
+        ("train.reduce_lr_factor=1", "train.reduce_lr_factor must be > 0 and < 1"),
+        ("train.temperature_factor=1.5", "temperature_factor must be > 0 and <= 1"),
+        ("train.seed=-1", "train.seed must be >= 0"),
+    ],
+)
+def test_every_key_is_checked_for_type_and_range(override, message, no_data):
+    with pytest.raises(recipes.RecipeError, match=re.escape(message)) as info:
+        recipes.resolve("tiny_dyck_lstm", "small", [override])
+    assert "\n" not in str(info.value)
+
+
+def test_an_int_is_a_float_and_null_unsets_an_optional_key(no_data):
+    recipe = recipes.resolve(
+        "tiny_dyck_lstm", "small", ["train.clipvalue=2", "model.embedding_dim=null"]
+    )
+    assert (
+        recipe["train"]["clipvalue"] == 2 and recipe["model"]["embedding_dim"] is None
+    )

@@ -1,4 +1,5 @@
 import json
+import os
 
 import keras
 import numpy as np
@@ -87,3 +88,14 @@ def test_a_run_saved_before_a_recipe_key_existed_is_the_same_recipe(tmp_path):
     assert runs.load_run(run_dir).recipe == recipe
     runs.train_run(recipe, run_dir)  # not refused as a different recipe
     assert runs.read_json(run_dir / "recipe.json") == recipe
+
+
+def test_a_locked_run_directory_names_its_holder_until_released(tmp_path):
+    with runs.lock_run_dir(tmp_path) as lock:
+        assert lock.read_text().startswith(f"process {os.getpid()} on ")
+        with pytest.raises(runs.RunError, match=f"is locked by process {os.getpid()}"):
+            with runs.lock_run_dir(tmp_path):
+                pass
+    assert lock.read_text() == ""  # released: the next holder takes it
+    with runs.lock_run_dir(tmp_path):
+        pass

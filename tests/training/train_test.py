@@ -1,3 +1,8 @@
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
 from tests.training.tiny import TINY
@@ -42,3 +47,48 @@ def test_cli_errors_are_one_line_with_status_2(argv, message, tmp_path, capsys):
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert message in error and "Traceback" not in error
+
+
+def test_a_refused_value_writes_nothing_and_the_corrected_command_runs(
+    tmp_path, capsys
+):
+    run_dir = tmp_path / "run"
+    argv = ["tiny_dyck_lstm", "--run-dir", str(run_dir), "--no-export"]
+    # Refused by the recipe check and by the model's builder: neither may leave
+    # a recipe.json that refuses the corrected command as "a different recipe".
+    for bad in ("train.stop_below_loss=true", "model.options.nope=1"):
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, bad])
+        assert exit_info.value.code == 2
+        assert not run_dir.exists()
+    assert "nope" in capsys.readouterr().err
+    assert main([*argv, "train.stop_below_loss=0.1"]) == 0
+    assert (run_dir / runs.METRICS).is_file()
+
+
+def test_a_second_training_into_a_locked_run_directory_exits_2(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "training.train", "tiny_dyck_lstm"]
+    command += ["train.epochs=100000", "train.early_stopping_patience=100000"]
+    command += ["--run-dir", str(run_dir), "--no-export"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    first = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        lock, deadline = run_dir / runs.TRAIN_LOCK, time.monotonic() + 240
+        while not (lock.is_file() and f"process {first.pid} " in lock.read_text()):
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        second = subprocess.run(
+            command, capture_output=True, text=True, timeout=240, env=env
+        )
+        assert first.poll() is None  # still training: the two overlapped
+    finally:
+        first.kill()
+        first.wait()
+    errors = [line for line in second.stderr.splitlines() if "error:" in line]
+    assert second.returncode == 2, second.stderr[-2000:]
+    assert len(errors) == 1 and f"is locked by process {first.pid} on " in errors[0]
+    header = (run_dir / runs.LOG).read_text().splitlines()[0]
+    assert (run_dir / runs.LOG).read_text().count(header) == 1  # one writer

@@ -27,6 +27,7 @@ from training.analysis.scoring import (
     segments,
     stateful_copy,
 )
+from zoo.checks import check_number, check_positive_int
 
 
 def _numbers(total, count):
@@ -104,11 +105,9 @@ def dynamic_evaluation(
         A dict: `"static"` and `"dynamic"` (`cross_entropy` in nats,
         `perplexity`, `bits_per_token`), `"tokens"` scored, `"segments"`.
     """
-    if learning_rate < 0 or not 0 <= decay <= 1 or segment < 1:
-        raise ValueError(
-            "Expected learning_rate >= 0, 0 <= decay <= 1 and segment >= 1; "
-            f"received {learning_rate!r}, {decay!r} and {segment!r}."
-        )
+    check_number("learning_rate", learning_rate, low=0)
+    check_number("decay", decay, 0, 1)
+    check_positive_int("segment", segment)
     ids = check_stream(ids, rows)
     pieces = segments(ids, rows, segment)
     count = sum(int(targets.size) for _, targets in pieces)

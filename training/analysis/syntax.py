@@ -17,7 +17,10 @@ either sentence is scored and counted in `with_oov`; the accuracy over the
 pairs without any OOV is reported beside. A pair is skipped (not scored)
 when its two sentences are the same ids after the `<unk>` mapping (the
 words that differ are both unknown), when a sentence has no token to score,
-or when the vocabulary has no `<unk>` and a word is unknown.
+or when the vocabulary has no `<unk>` and a word is unknown; the result
+counts each reason (`skipped_because`). Fewer than half of the pairs scored
+says more about the suite's spelling than about the model: `check_scored`
+refuses it.
 """
 
 import collections
@@ -162,6 +165,7 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
     scores, oov = score_sentences(model, vocabulary, sentences, batch_size)
     ids, _ = encode_sentences(vocabulary, sentences)
     counts = collections.defaultdict(lambda: np.zeros(6, "int64"))
+    skipped_because = dict.fromkeys(SKIP_REASONS, 0)
     for pair in pairs:
         good, bad = position[pair.good], position[pair.bad]
         suite = f"{pair.suite} ({pair.contrast})" if pair.contrast else pair.suite
@@ -170,10 +174,9 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
         pooled = pooled_suite(suite)
         if pooled != suite:
             keys += (f"pooled:{pooled}",)
-        skipped = (
-            np.isnan(scores[good]) or np.isnan(scores[bad]) or ids[good] == ids[bad]
-        )
+        skipped = _skip_reason(ids[good], ids[bad], scores[good], scores[bad])
         if skipped:
+            skipped_because[skipped] += 1
             row = (0, 0, 0, 0, 0, 1)
         else:
             correct = int(scores[good] > scores[bad])
@@ -195,7 +198,49 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
         }
     result["sentences"] = len(sentences)
     result["sentences_with_oov"] = int((oov > 0).sum())
+    result["skipped_because"] = skipped_because
     return result
+
+
+SKIP_REASONS = (
+    "a word the vocabulary lacks, and it has no <unk>",
+    "a sentence with no token to score",
+    "the same ids once unknown words are <unk>",
+)
+
+
+def _skip_reason(good_ids, bad_ids, good_score, bad_score):
+    """Why a pair cannot be scored (one of `SKIP_REASONS`), or None."""
+    if good_ids is None or bad_ids is None:
+        return SKIP_REASONS[0]
+    if np.isnan(good_score) or np.isnan(bad_score):
+        return SKIP_REASONS[1]
+    if good_ids == bad_ids:
+        return SKIP_REASONS[2]
+    return None
+
+
+def check_scored(result, vocabulary):
+    """Raises a one-line `ValueError` unless at least half of the pairs were scored.
+
+    `result` is `evaluate_pairs`'s; the message counts each reason for
+    skipping and names the vocabulary's level, whose conventions the suite's
+    text must follow.
+    """
+    overall = result["overall"]
+    if 2 * overall["scored"] >= overall["pairs"]:
+        return
+    reasons = "; ".join(
+        f"{count:,}: {reason}"
+        for reason, count in result["skipped_because"].items()
+        if count
+    )
+    raise ValueError(
+        f"Only {overall['scored']:,} of {overall['pairs']:,} minimal pairs can be "
+        f"scored with this run's {vocabulary.level}-level vocabulary (skipped "
+        f"{reasons}); expected at least half: write the suite in the tokens the "
+        "run was trained on."
+    )
 
 
 def table_rows(result):

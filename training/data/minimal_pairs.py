@@ -99,6 +99,7 @@ def load_marvin_linzen(data_dir=None):
 
     Raises:
         FileNotFoundError: a test set is not in the data directories.
+        ValueError: a test set is not UTF-8 JSON (names the file).
     """
     pairs = []
     for category, suites in CATEGORIES.items():
@@ -109,24 +110,45 @@ def load_marvin_linzen(data_dir=None):
                     f"{MARVIN_LINZEN}/{suite}.json not found; expected the Marvin & "
                     f"Linzen sets as JSON in a data directory (data_dir or {ENV_VAR})."
                 )
-            sets = json.loads(path.read_text())
+            try:
+                sets = json.loads(_read_text(path))
+            except json.JSONDecodeError as error:
+                raise ValueError(
+                    f"{path}: not JSON ({error}); expected the Marvin & Linzen "
+                    "set as {condition: [[good, bad], ...]}."
+                ) from None
             for condition, items in sets.items():
                 pairs += _pairs_of(suite, category, condition, items, path)
     return pairs
 
 
+def _read_text(path):
+    """The text of a suite file in UTF-8, a byte-order mark dropped."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path}: not UTF-8 text ({error.reason} at byte {error.start}); "
+            "expected a suite file in UTF-8."
+        ) from None
+
+
 def load_jsonl(path):
     """The pairs of a JSON Lines file with `sentence_good` / `sentence_bad`.
 
+    The file is read as UTF-8 (a byte-order mark, as some editors write
+    one, is dropped).
+
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a line is not a JSON object with both fields (names it).
+        ValueError: the file is not UTF-8, or a line is not a JSON object
+            with both fields (each names the file).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Suite file {str(path)!r} does not exist.")
     pairs = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:

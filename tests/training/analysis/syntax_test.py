@@ -115,3 +115,15 @@ def test_animate_and_inanimate_sets_are_pooled():
 def test_no_pairs_is_an_error():
     with pytest.raises(ValueError, match="No minimal pairs"):
         syntax.evaluate_pairs(preferring(BIAS), VOCABULARY, [])
+
+
+def test_at_least_half_of_the_pairs_must_be_scored():
+    model = preferring(BIAS)
+    scored = MinimalPair("the author laughs", "the author laugh", "agr", "c", "agr")
+    unknown = MinimalPair("the author zebras", "the author lions", "agr", "c", "agr")
+    half = syntax.evaluate_pairs(model, VOCABULARY, [scored, unknown])
+    syntax.check_scored(half, VOCABULARY)  # one of two: enough
+    third = syntax.evaluate_pairs(model, VOCABULARY, [scored, unknown, unknown])
+    assert third["skipped_because"]["the same ids once unknown words are <unk>"] == 2
+    with pytest.raises(ValueError, match="Only 1 of 3 minimal pairs can be scored"):
+        syntax.check_scored(third, VOCABULARY)

@@ -51,3 +51,22 @@ def test_json_lines_pairs_and_their_errors(tmp_path):
     )
     with pytest.raises(FileNotFoundError, match="does not exist"):
         minimal_pairs.load_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_a_byte_order_mark_is_read_and_other_encodings_are_named(tmp_path):
+    path = tmp_path / "suite.jsonl"
+    line = json.dumps({"sentence_good": "a b", "sentence_bad": "b a"}) + "\n"
+    path.write_bytes(b"\xef\xbb\xbf" + line.encode())  # as Windows editors write
+    assert [(p.good, p.bad) for p in minimal_pairs.load_jsonl(path)] == [("a b", "b a")]
+    path.write_bytes(line.encode("utf-16"))
+    with pytest.raises(ValueError, match=r"suite.jsonl: not UTF-8 text \(") as info:
+        minimal_pairs.load_jsonl(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_marvin_linzen_set_that_is_not_json_is_named(tmp_path):
+    write_marvin_linzen(tmp_path)
+    broken = tmp_path / minimal_pairs.MARVIN_LINZEN / "sent_comp.json"
+    broken.write_text('{"cond": [')
+    with pytest.raises(ValueError, match=r"sent_comp.json: not JSON \("):
+        minimal_pairs.load_marvin_linzen(data_dir=tmp_path)
