@@ -394,7 +394,8 @@ class RecognitionTask(Task):
         (`metrics.recognition_accuracy`); `strict_accept`: `accept` right at
         every step for the prefix's membership; `strict`: that and, on
         positive strings, a legal arg-max `next_symbol` at every step
-        (`metrics.strict_recognition_accuracy`). Mali et al.'s tables
+        (`metrics.strict_recognition_accuracy`); `strict_positives`: `strict`
+        over the positive strings alone (`positives` of them). Mali et al.'s tables
         correspond to `strict` (see the README).
         """
         arrays = self.arrays[split]
@@ -416,6 +417,19 @@ class RecognitionTask(Task):
             legal_next=arrays.legal_next,
             bin_edges=edges,
         )
+        # The same on positive strings only: the reading under which the
+        # paper's plain RNNs score near 0 (REPRODUCTION.md, "The metric").
+        positive = arrays.labels == 1
+        strict_positives = None
+        if positive.any():
+            strict_positives = metrics_lib.strict_recognition_accuracy(
+                accept[positive],
+                arrays.prefix_labels[positive],
+                arrays.lengths[positive],
+                labels=arrays.labels[positive],
+                next_symbol=outputs["next_symbol"][positive],
+                legal_next=arrays.legal_next[positive],
+            ).overall
         per_length = {}
         for (low, high), (value, count) in final.per_bin.items():
             if count:
@@ -429,16 +443,27 @@ class RecognitionTask(Task):
             "accuracy": final.overall,
             "strict_accept": strict_accept.overall,
             "strict": strict.overall,
+            "strict_positives": strict_positives,
             "per_length": per_length,
             "strings": len(arrays.labels),
+            "positives": int(positive.sum()),
         }
 
     def report(self, metrics, split):
+        positives = metrics.get("strict_positives")
+        on_positives = (
+            ""
+            if positives is None
+            else (
+                f", strict on positives {positives:.4f} "
+                f"({metrics['positives']} strings)"
+            )
+        )
         lines = [
             f"{split}: strict {metrics['strict']:.4f}, strict accept-only "
             f"{metrics['strict_accept']:.4f}, final-step accuracy "
             f"{metrics['accuracy']:.4f} ({metrics['strings']} strings, "
-            f"{self.language})",
+            f"{self.language}){on_positives}",
             f"{'length':>10}{'strict':>10}{'accept':>10}{'final':>10}{'strings':>9}",
         ]
         for bin_name, value in metrics["per_length"].items():

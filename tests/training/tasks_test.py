@@ -158,6 +158,41 @@ def test_recognition_evaluation_reports_strict_and_final_step_accuracy():
     assert report.startswith("test: strict ") and "final-step accuracy" in report
 
 
+class FixedOutputs:
+    """A stand-in model whose predictions are given (for metric tests)."""
+
+    jit_compile = False
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def predict(self, inputs, **kwargs):
+        return {k: v[: len(inputs), : inputs.shape[1]] for k, v in self.outputs.items()}
+
+
+def test_strict_on_positives_counts_positive_strings_alone():
+    task = make_task(tiny_recipe("recognition", extra=["train.jit_compile=false"]))
+    arrays = task.arrays["test"]
+    # Right everywhere: accept = the prefix's membership, next = a legal symbol.
+    next_symbol = arrays.legal_next.astype("float32")
+    outputs = {"accept": arrays.prefix_labels[..., None], "next_symbol": next_symbol}
+    perfect = task.evaluate(FixedOutputs(outputs), "test")
+    assert perfect["strict"] == perfect["strict_positives"] == 1.0
+    # One positive string with an illegal next symbol at its first step.
+    wrong = int(np.flatnonzero(arrays.labels == 1)[0])
+    illegal = int(np.flatnonzero(~arrays.legal_next[wrong, 0])[0])
+    next_symbol = next_symbol.copy()
+    next_symbol[wrong, 0] = 0.0
+    next_symbol[wrong, 0, illegal] = 1.0
+    outputs["next_symbol"] = next_symbol
+    metrics = task.evaluate(FixedOutputs(outputs), "test")
+    positives = int((arrays.labels == 1).sum())
+    assert metrics["positives"] == positives
+    assert metrics["strict_positives"] == pytest.approx((positives - 1) / positives)
+    assert metrics["strict"] == pytest.approx(1 - 1 / len(arrays.labels))
+    assert "strict on positives" in task.report(metrics, "test")
+
+
 def test_curriculum_feeds_short_strings_first():
     extra = ["train.curriculum=true", "train.epochs=4"]
     task = make_task(tiny_recipe("recognition", extra=extra))
