@@ -37,8 +37,9 @@ def default_jit_compile(units=None, batch=None, length=None):
       per-step dispatch, which is what a small cell's step costs (4x faster
       at 8 units, length 55), but its CPU loop is superlinear in length, the
       more so the more state it carries (a 128-unit LSTM at length 1024,
-      batch 32, is 5x slower under XLA), and from 256 units on the graph's
-      kernels win at every length measured (benchmarks/README.md).
+      batch 32, is 5x slower under XLA), and from 256 units on XLA wins
+      only on the shortest loops (length 16) and loses from length 64
+      (benchmarks/README.md).
     - On a CPU without a shape: `False`.
 
     Pass the result as `model.compile(..., jit_compile=...)`.
