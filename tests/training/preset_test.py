@@ -6,7 +6,7 @@ import pytest
 
 import zoo
 from tests.training.tiny import TINY
-from training import preset, recipes, runs
+from training import analyze, evaluate, export, generate, preset, recipes, runs
 
 
 def recipe_of(command):
@@ -89,6 +89,36 @@ def test_retrain_command_gives_back_the_recipe():
     command = preset.retrain_command(recipe)
     assert recipe_of(shlex.join(command)) == recipe
     assert command[-3:] == ["train.seed=7", "--scale", "paper"]
+
+
+def test_evaluate_reads_a_preset_and_writes_nothing_into_it(dyck_preset, capsys):
+    folder, card = dyck_preset
+    before = sorted(path.name for path in folder.iterdir())
+    assert evaluate.main([f"preset:{folder}", "--split", "test"]) == 0
+    assert (
+        f"test: WCPA {card['metrics']['test']['wcpa']:.4f}" in capsys.readouterr().out
+    )
+    assert sorted(path.name for path in folder.iterdir()) == before
+
+
+def test_generate_and_analyze_read_a_preset(dyck_preset, tmp_path):
+    folder, _ = dyck_preset
+    text = generate.generate(f"preset:{folder}", "(a", length=4, seed=0)
+    assert text.startswith("(a")
+    result = analyze.analyze_ldpa([f"preset:{folder}"], tmp_path / "out", "valid")
+    assert len(result) == 1
+
+
+@pytest.mark.parametrize(
+    "main, more", [(evaluate.main, []), (export.main, ["out"]), (preset.main, ["p"])]
+)
+def test_an_unknown_preset_is_one_line_listing_the_presets(main, more, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["preset:no_such_preset", *more])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "'no_such_preset'" in error
+    assert ", ".join(zoo.presets.available()) in error
 
 
 def test_refusals_write_nothing(dyck_run, tmp_path, capsys):
