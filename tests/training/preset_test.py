@@ -24,6 +24,21 @@ def dyck_preset(dyck_run, tmp_path_factory):
     return folder, preset.save_preset(dyck_run, folder)
 
 
+def test_the_dyck_preset_reproduces_its_card_on_fresh_data():
+    value, plan = preset.remeasure("dyck_rnn_m4")
+    card = zoo.preset_card("dyck_rnn_m4")
+    assert plan == card["remeasure"] and plan["metric"] == "test.wcpa"
+    assert plan["data_seed"] != card["seed"] and plan["sequences"] >= 1000
+    assert abs(value - card["metrics"]["test"]["wcpa"]) <= plan["tolerance"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", zoo.presets.available())
+def test_every_preset_reproduces_its_card(name):
+    value, plan = preset.remeasure(name)
+    assert abs(value - plan["value"]) <= plan["tolerance"], (name, value, plan)
+
+
 def test_a_saved_preset_is_the_run_with_its_card(dyck_run, dyck_preset):
     folder, card = dyck_preset
     run = runs.load_run(dyck_run)
@@ -107,6 +122,12 @@ def test_generate_and_analyze_read_a_preset(dyck_preset, tmp_path):
     assert text.startswith("(a")
     result = analyze.analyze_ldpa([f"preset:{folder}"], tmp_path / "out", "valid")
     assert len(result) == 1
+
+
+def test_export_reads_a_built_in_preset_without_data(no_data, tmp_path):
+    assert export.main(["preset:dyck_rnn_m4", str(tmp_path / "saved")]) == 0
+    marker = json.loads((tmp_path / "saved" / export.MARKER).read_text())
+    assert marker["run_dir"] == str(zoo.presets.preset_dir("dyck_rnn_m4").resolve())
 
 
 @pytest.mark.parametrize(

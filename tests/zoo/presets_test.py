@@ -34,6 +34,39 @@ def test_a_preset_loads_from_any_directory(tmp_path):
     assert presets.preset_dir(folder) == folder
 
 
+@pytest.mark.parametrize("name", presets.available())
+def test_every_built_in_preset_loads_offline_and_matches_its_card(name):
+    preset = zoo.load_preset(name)
+    card = preset.card
+    assert card["name"] == name and card == zoo.preset_card(name)
+    folder = presets.preset_dir(name)
+    assert folder.parent == presets.loading.PRESET_DIR
+    assert (folder / "best.keras").stat().st_size == card["size_bytes"]
+    assert preset.model.count_params() == card["parameters"]["total"]
+    trainable = sum(int(np.prod(w.shape)) for w in preset.model.trainable_weights)
+    assert trainable == card["parameters"]["trainable"]
+    tokens = preset.vocabulary["tokens"]
+    ids = np.arange(len(tokens) if tokens else 256, dtype="int32")[None] % 4 + 1
+    outputs = preset.model(ids)
+    for output in keras.tree.flatten(outputs):
+        assert np.all(np.isfinite(np.asarray(output)))
+    for key in ("recipe", "command", "seed", "metrics", "remeasure"):
+        assert key in card
+    assert card["command"].startswith("python -m training.train ")
+    assert f"train.seed={card['seed']}" in card["command"]
+
+
+def test_the_dyck_preset_closes_the_bracket_on_top():
+    # START (a (b (b b) b) a) (b (a a) b): after each token that leaves a
+    # bracket open, the right closing bracket gets most of the mass.
+    model = zoo.load_preset("dyck_rnn_m4").model
+    brackets = [3, 4, 4, 6, 6, 5, 4, 3, 5, 6]
+    closing = np.asarray(model(np.array([[1, *brackets]], "int32")))[0]
+    tops = {1: 0, 2: 1, 3: 1, 4: 1, 5: 0, 7: 1, 8: 0, 9: 1}  # position: a) 0, b) 1
+    for position, bracket in tops.items():
+        assert closing[position, bracket] > 0.8, (position, closing[position])
+
+
 def test_unknown_presets_are_one_line_errors_listing_the_available_ones(tmp_path):
     with pytest.raises(ValueError) as error:
         zoo.load_preset("no_such_preset")
