@@ -9,7 +9,9 @@ test_mixed, long_120, long_160).
 
 Prints the task's metrics (WCPA and the LDPA table for Dyck, perplexity and
 bits per token for language models) and writes them to
-`RUN_DIR/evaluation-SPLIT.json`.
+`RUN_DIR/evaluation-SPLIT.json`. RUN_DIR may be a preset, `preset:NAME`
+(`zoo.presets.available()`) or `preset:PATH`, which is only read: its
+numbers are printed, not written.
 
 With `--dynamic` (language-model runs), Krause et al. 2017's dynamic
 evaluation (`training.analysis.dynamic`): the split is read in segments of N
@@ -47,7 +49,8 @@ def evaluate_run(run_dir, split="test"):
             f"{', '.join(task.splits)}."
         )
     metrics = task.evaluate(model, split)
-    runs.write_json(runs.check_run(run_dir) / f"evaluation-{split}.json", metrics)
+    if not runs.is_preset(run_dir):  # a preset is read-only
+        runs.write_json(runs.check_run(run_dir) / f"evaluation-{split}.json", metrics)
     return task, metrics
 
 
@@ -101,9 +104,10 @@ def evaluate_dynamic(run_dir, split="test", **settings):
             f"{settings['learning_rate']:g}; expected a smaller learning rate "
             "(nothing was written)."
         )
-    runs.write_json(
-        runs.check_run(run_dir) / f"evaluation-{split}-dynamic.json", result
-    )
+    if not runs.is_preset(run_dir):  # a preset is read-only
+        runs.write_json(
+            runs.check_run(run_dir) / f"evaluation-{split}-dynamic.json", result
+        )
     return task, result
 
 

@@ -2,6 +2,9 @@
 
     python -m training.export RUN_DIR OUT_DIR
 
+RUN_DIR may be a preset: `preset:NAME` (`zoo.presets.available()`) or
+`preset:PATH`.
+
 The SavedModel has two endpoints and needs only `tensorflow` and
 `tensorflow_text` to load (`import tensorflow_text` registers the
 tokenizer's ops):
@@ -168,7 +171,8 @@ def export_run(run_dir, out_dir):
         start_id=run.task.start_id,
         head=run.task.head,
     )
-    runs.write_json(partial / MARKER, {"run_dir": str(Path(run_dir).resolve())})
+    source = runs.check_run(run_dir).resolve()  # a preset's own folder
+    runs.write_json(partial / MARKER, {"run_dir": str(source)})
     if out_dir.exists():
         shutil.rmtree(out_dir)
     os.replace(partial, out_dir)

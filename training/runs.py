@@ -42,6 +42,8 @@ BACKUP, LOG, TENSORBOARD = "backup", "log.csv", "tensorboard"
 # The key of metrics.json that records the compile mode (not a split).
 JIT_COMPILE = "jit_compile"
 TRAIN_LOCK = ".train.lock"
+# Where a CLI takes a run directory, `preset:NAME` takes a preset (`check_run`).
+PRESET_PREFIX = "preset:"
 
 Run = collections.namedtuple("Run", ["recipe", "vocabulary", "task", "model"])
 Run.__doc__ = (
@@ -100,8 +102,23 @@ def read_recipe(path):
     return recipes.with_defaults(read_json(path))
 
 
+def is_preset(run_dir):
+    """Whether `run_dir` names a preset (`preset:NAME` or `preset:PATH`)."""
+    return str(run_dir).startswith(PRESET_PREFIX)
+
+
 def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
-    """Returns `run_dir` as a `Path`; a `RunError` unless it holds `needs`."""
+    """Returns `run_dir` as a `Path`; a `RunError` unless it holds `needs`.
+
+    `preset:NAME` (a built-in preset) or `preset:PATH` stands for that
+    preset's directory (`zoo.presets.preset_dir`), which is a run directory:
+    every CLI that reads a run reads a preset through here.
+    """
+    if is_preset(run_dir):
+        try:
+            run_dir = zoo.presets.preset_dir(str(run_dir)[len(PRESET_PREFIX) :])
+        except ValueError as error:
+            raise RunError(str(error)) from None
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunError(f"Run directory {str(run_dir)!r} does not exist.")

@@ -12,6 +12,7 @@ from zoo.models import (
     reset_states,
     trace_recognizer,
 )
+from zoo.presets import load_preset, preset_card
 from zoo.registry import (
     available_cells,
     cell_takes_vocab_size,
@@ -27,6 +28,8 @@ __all__ = [
     "get_cell_class",
     "hybrid_recognition_loss",
     "language_model",
+    "load_preset",
+    "preset_card",
     "recognition_targets",
     "recognizer",
     "recurrent_layer",

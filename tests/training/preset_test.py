@@ -1,0 +1,161 @@
+import json
+import shlex
+
+import numpy as np
+import pytest
+
+import zoo
+from tests.training.tiny import TINY
+from training import analyze, evaluate, export, generate, preset, recipes, runs
+
+
+def recipe_of(command):
+    """The recipe a card's `python -m training.train ...` command resolves."""
+    words = shlex.split(command)
+    assert words[:3] == ["python", "-m", "training.train"]
+    scale = words[words.index("--scale") + 1]
+    return recipes.resolve(words[3], scale, words[4 : words.index("--scale")])
+
+
+@pytest.fixture(scope="module")
+def dyck_preset(dyck_run, tmp_path_factory):
+    """The tiny Dyck run as a preset, and its card."""
+    folder = tmp_path_factory.mktemp("presets") / "tiny_dyck"
+    return folder, preset.save_preset(dyck_run, folder)
+
+
+def test_the_dyck_preset_reproduces_its_card_on_fresh_data():
+    value, plan = preset.remeasure("dyck_rnn_m4")
+    card = zoo.preset_card("dyck_rnn_m4")
+    assert plan == card["remeasure"] and plan["metric"] == "test.wcpa"
+    assert plan["data_seed"] != card["seed"] and plan["sequences"] >= 1000
+    assert abs(value - card["metrics"]["test"]["wcpa"]) <= plan["tolerance"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", zoo.presets.available())
+def test_every_preset_reproduces_its_card(name):
+    value, plan = preset.remeasure(name)
+    assert abs(value - plan["value"]) <= plan["tolerance"], (name, value, plan)
+
+
+def test_a_saved_preset_is_the_run_with_its_card(dyck_run, dyck_preset):
+    folder, card = dyck_preset
+    run = runs.load_run(dyck_run)
+    loaded = zoo.load_preset(folder)
+    assert loaded.card == card == json.loads((folder / "card.json").read_text())
+    ids = np.array([[1, 3, 4, 6, 5, 2]], "int32")
+    np.testing.assert_allclose(loaded.model(ids), run.model(ids), atol=1e-6)
+    assert loaded.vocabulary["tokens"] == run.vocabulary.tokens
+    assert getattr(loaded.model, "optimizer", None) is None  # none shipped
+    # The command retrains this recipe, seed included.
+    assert recipe_of(card["command"]) == run.recipe
+    assert f"train.seed={run.recipe['train']['seed']}" in card["command"]
+    metrics = runs.read_json(dyck_run / "metrics.json")
+    assert card["metrics"] == {k: v for k, v in metrics.items() if k != "jit_compile"}
+    assert card["recipe"] == run.recipe and card["seed"] == 0
+    assert card["parameters"]["total"] == run.model.count_params()
+    assert card["size_bytes"] == (folder / "best.keras").stat().st_size
+    assert card["remeasure"]["metric"] == "test.wcpa"
+    assert card["remeasure"]["value"] == metrics["test"]["wcpa"]
+    assert card["name"] == "tiny_dyck" and card["table"] is None
+    assert card["command"] in (folder / "README.md").read_text()
+    # A preset is a run directory: what reads runs reads it.
+    assert runs.load_run(folder).recipe == run.recipe
+
+
+def test_a_preset_of_a_table_row_checks_the_row_and_keeps_its_command(
+    dyck_run, tmp_path
+):
+    table = tmp_path / "tiny.toml"
+    overrides = json.dumps(TINY["dyck"])
+    table.write_text(
+        f'title = "tiny"\n[[metric]]\nkey = "test.wcpa"\nlabel = "WCPA"\n'
+        f'[[row]]\nname = "tiny_mlstm"\nrecipe = "dyck2_mlstm"\n'
+        f'overrides = {overrides}\npaper = {{ "test.wcpa" = 100.0 }}\n'
+        f'[[row]]\nname = "other"\nrecipe = "dyck2_mlstm"\n'
+        f"overrides = {json.dumps([*TINY['dyck'], 'task.m=6'])}\n"
+    )
+    card = preset.save_preset(
+        dyck_run, tmp_path / "p", table=str(table), row="tiny_mlstm", tolerance=0.1
+    )
+    assert card["table"]["row"] == "tiny_mlstm"
+    assert card["table"]["paper"] == {"test.wcpa": {"mean": 100.0}}
+    assert card["command"] == shlex.join(
+        ["python", "-m", "training.train", "dyck2_mlstm", *TINY["dyck"]]
+        + ["train.seed=0", "--scale", "small"]
+    )
+    assert card["remeasure"]["tolerance"] == 0.1
+    with pytest.raises(recipes.RecipeError, match="task.m is 4 in the run, 6 there"):
+        preset.save_preset(dyck_run, tmp_path / "q", table=str(table), row="other")
+    assert not (tmp_path / "q").exists()
+
+
+def test_retrain_command_gives_back_the_recipe():
+    overrides = [
+        "task.m=6",
+        'model.options={"num_choices": 3}',
+        "model.cell=mmlstm",
+        'task.corpus="123"',  # a string that reads as JSON stays a string
+        "train.clipvalue=null",
+        "train.seed=7",
+    ]
+    recipe = recipes.resolve("dyck2_lstm", "paper", overrides)
+    command = preset.retrain_command(recipe)
+    assert recipe_of(shlex.join(command)) == recipe
+    assert command[-3:] == ["train.seed=7", "--scale", "paper"]
+
+
+def test_evaluate_reads_a_preset_and_writes_nothing_into_it(dyck_preset, capsys):
+    folder, card = dyck_preset
+    before = sorted(path.name for path in folder.iterdir())
+    assert evaluate.main([f"preset:{folder}", "--split", "test"]) == 0
+    assert (
+        f"test: WCPA {card['metrics']['test']['wcpa']:.4f}" in capsys.readouterr().out
+    )
+    assert sorted(path.name for path in folder.iterdir()) == before
+
+
+def test_generate_and_analyze_read_a_preset(dyck_preset, tmp_path):
+    folder, _ = dyck_preset
+    text = generate.generate(f"preset:{folder}", "(a", length=4, seed=0)
+    assert text.startswith("(a")
+    result = analyze.analyze_ldpa([f"preset:{folder}"], tmp_path / "out", "valid")
+    assert len(result) == 1
+
+
+def test_export_reads_a_built_in_preset_without_data(no_data, tmp_path):
+    assert export.main(["preset:dyck_rnn_m4", str(tmp_path / "saved")]) == 0
+    marker = json.loads((tmp_path / "saved" / export.MARKER).read_text())
+    assert marker["run_dir"] == str(zoo.presets.preset_dir("dyck_rnn_m4").resolve())
+
+
+@pytest.mark.parametrize(
+    "main, more", [(evaluate.main, []), (export.main, ["out"]), (preset.main, ["p"])]
+)
+def test_an_unknown_preset_is_one_line_listing_the_presets(main, more, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["preset:no_such_preset", *more])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "'no_such_preset'" in error
+    assert ", ".join(zoo.presets.available()) in error
+
+
+def test_refusals_write_nothing(dyck_run, tmp_path, capsys):
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    cases = [
+        ([str(dyck_run), str(tmp_path / "taken")], "not a preset"),
+        ([str(tmp_path / "nowhere"), str(tmp_path / "p")], "does not exist"),
+        ([str(dyck_run), str(tmp_path / "p"), "--metric", "test.nope"], "no number"),
+        ([str(dyck_run), str(tmp_path / "p"), "--table", "mm_dyck"], "go together"),
+        ([str(dyck_run), str(tmp_path / "p"), "--tolerance", "nan"], "finite"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_:
+            preset.main(argv)
+        error = capsys.readouterr().err
+        assert exit_.value.code == 2 and message in error and error.count("\n") == 1
+    assert not (tmp_path / "p").exists()
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["notes.txt"]

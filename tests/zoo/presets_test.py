@@ -1,0 +1,88 @@
+import json
+import shutil
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+from zoo import presets
+
+DYCK_TOKENS = ["<pad>", "START", "END", "(a", "(b", "a)", "b)"]
+
+
+def write_preset(folder, model, tokens, name="hand_made"):
+    """A preset written by hand, as `python -m training.preset` lays it out."""
+    folder.mkdir(parents=True)
+    model.save(folder / "best.keras")
+    vocabulary = {"level": "word", "add_eos": False, "tokens": tokens}
+    (folder / "vocabulary.json").write_text(json.dumps(vocabulary))
+    (folder / "card.json").write_text(json.dumps({"name": name}))
+    return folder
+
+
+def test_a_preset_loads_from_any_directory(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = zoo.language_model("mlstm", vocab_size=7, units=4)
+    folder = write_preset(tmp_path / "mine", model, DYCK_TOKENS)
+    preset = zoo.load_preset(folder)
+    assert isinstance(preset, presets.Preset)
+    ids = np.array([[1, 3, 4, 6]], "int32")
+    np.testing.assert_allclose(preset.model(ids), model(ids), atol=1e-6)
+    assert preset.vocabulary["tokens"] == DYCK_TOKENS
+    assert preset.card == {"name": "hand_made"} == zoo.preset_card(str(folder))
+    assert presets.preset_dir(folder) == folder
+
+
+@pytest.mark.parametrize("name", presets.available())
+def test_every_built_in_preset_loads_offline_and_matches_its_card(name):
+    preset = zoo.load_preset(name)
+    card = preset.card
+    assert card["name"] == name and card == zoo.preset_card(name)
+    folder = presets.preset_dir(name)
+    assert folder.parent == presets.loading.PRESET_DIR
+    assert (folder / "best.keras").stat().st_size == card["size_bytes"]
+    assert preset.model.count_params() == card["parameters"]["total"]
+    trainable = sum(int(np.prod(w.shape)) for w in preset.model.trainable_weights)
+    assert trainable == card["parameters"]["trainable"]
+    tokens = preset.vocabulary["tokens"]
+    ids = np.arange(len(tokens) if tokens else 256, dtype="int32")[None] % 4 + 1
+    outputs = preset.model(ids)
+    for output in keras.tree.flatten(outputs):
+        assert np.all(np.isfinite(np.asarray(output)))
+    for key in ("recipe", "command", "seed", "metrics", "remeasure"):
+        assert key in card
+    assert card["command"].startswith("python -m training.train ")
+    assert f"train.seed={card['seed']}" in card["command"]
+
+
+def test_the_dyck_preset_closes_the_bracket_on_top():
+    # START (a (b (b b) b) a) (b (a a) b): after each token that leaves a
+    # bracket open, the right closing bracket gets most of the mass.
+    model = zoo.load_preset("dyck_rnn_m4").model
+    brackets = [3, 4, 4, 6, 6, 5, 4, 3, 5, 6]
+    closing = np.asarray(model(np.array([[1, *brackets]], "int32")))[0]
+    tops = {1: 0, 2: 1, 3: 1, 4: 1, 5: 0, 7: 1, 8: 0, 9: 1}  # position: a) 0, b) 1
+    for position, bracket in tops.items():
+        assert closing[position, bracket] > 0.8, (position, closing[position])
+
+
+def test_unknown_presets_are_one_line_errors_listing_the_available_ones(tmp_path):
+    with pytest.raises(ValueError) as error:
+        zoo.load_preset("no_such_preset")
+    message = str(error.value)
+    assert "\n" not in message and "'no_such_preset'" in message
+    assert ", ".join(presets.available()) in message
+    with pytest.raises(ValueError, match="directory without card.json"):
+        zoo.preset_card(tmp_path)
+
+
+def test_available_lists_only_preset_folders(tmp_path, monkeypatch):
+    keras.utils.set_random_seed(0)
+    write_preset(tmp_path / "b_preset", zoo.dyck_rnn_model(2, 4), DYCK_TOKENS)
+    shutil.copytree(tmp_path / "b_preset", tmp_path / "a_preset")
+    (tmp_path / "not_a_preset").mkdir()
+    (tmp_path / "loading.py").write_text("")
+    monkeypatch.setattr(presets.loading, "PRESET_DIR", tmp_path)
+    assert presets.available() == ["a_preset", "b_preset"]
+    assert zoo.load_preset("a_preset").card["name"] == "hand_made"
