@@ -192,7 +192,7 @@ def analyze_ldpa(run_dirs, out, split):
     metrics = {}
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         recipe, _, task, model = load(run_dir)
-        check_kind(recipe, ("dyck", "dyck_closing"), "ldpa", run_dir)
+        check_kind(recipe, ("dyck", "closing_bracket"), "ldpa", run_dir)
         check_split(task, split)
         metrics[run_label(name, recipe)] = task.evaluate(model, split)
     plots.make_out_dir(out)

@@ -174,7 +174,7 @@ def test_syntax_on_a_json_lines_suite(tmp_path, corpus, capsys):
     [
         (["pabs", "{lm}"], "second_order_lstm, mmrnn or mmlstm"),
         (["stack", "{lm}"], "stack needs a run of task kind recognition"),
-        (["ldpa", "{lm}"], "ldpa needs a run of task kind dyck or dyck_closing"),
+        (["ldpa", "{lm}"], "ldpa needs a run of task kind dyck or closing_bracket"),
         (["surprisal", "{lm}", "--split", "train"], "Unknown split 'train'"),
         (["surprisal", "{tmp}/missing"], "does not exist"),
         (["routing", "{lm}", "--samples", "-1"], "`--samples` must be a positive"),
@@ -274,3 +274,10 @@ def test_an_empty_split_is_one_line_and_status_2(tmp_path, corpus, capsys):
         analyze.main(["surprisal", str(lm), "--out", str(tmp_path / "o")])
     assert exit_.value.code == 2
     assert "expected at least" in capsys.readouterr().err
+
+
+def test_ldpa_takes_a_dyck_rnn_preset(tmp_path):
+    # The Dyck-RNN's task kind is closing_bracket; ldpa once refused it.
+    out = tmp_path / "ldpa"
+    assert analyze.main(["ldpa", "preset:dyck_rnn_m4", "--out", str(out)]) == 0
+    assert (out / "ldpa.csv").read_text().startswith("run,distance,ldpa,positions")

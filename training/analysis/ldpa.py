@@ -17,7 +17,7 @@ def curve(metrics):
     """
     if "ldpa" not in metrics or "ldpa_counts" not in metrics:
         raise ValueError(
-            "LDPA needs a Dyck run (task kind dyck or dyck_closing); this run's "
+            "LDPA needs a Dyck run (task kind dyck or closing_bracket); this run's "
             f"evaluation has no LDPA (its metrics: {', '.join(sorted(metrics))})."
         )
     distances = sorted(int(d) for d in metrics["ldpa"])
