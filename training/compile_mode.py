@@ -36,11 +36,12 @@ def cpu_name():
     """The CPU model this process runs on, as /proc/cpuinfo names it."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
+            key, _, value = line.partition(":")
+            if key.strip().lower() == "model name" and value.strip():
+                return value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def choose(setting, units, batch, length):

@@ -35,7 +35,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from training import recipes, reproduction, runs
+from training import compile_mode, recipes, reproduction, runs
 
 TIMING = "timing.json"
 HOST = "host.json"
@@ -44,17 +44,6 @@ RECORD_FILES = (runs.RECIPE, runs.METRICS, runs.LOG, TIMING, HOST)
 SEED_FOLDER = re.compile(r"seed-(\d+)")
 BEGIN = re.compile(r"<!-- table: (\S+) -->")
 END = "<!-- end table -->"
-
-
-def _cpu():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip().lower() == "model name" and value.strip():
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def _gpus():
@@ -81,7 +70,7 @@ def host():
         else os.cpu_count()
     )
     info = {
-        "cpu": _cpu(),
+        "cpu": compile_mode.cpu_name(),
         "cpus": cpus,
         "platform": platform.platform(),
         "python": platform.python_version(),
