@@ -13,7 +13,7 @@ stack actions of a recognizer built on a stack cell.
 import keras
 from keras import ops
 
-from zoo.cells.stack import trace_stack
+from zoo.cells.stack import carry_noise_key_on_jax, trace_stack
 from zoo.checks import check_number, check_positive_int
 from zoo.devices import gpu_visible
 from zoo.registry import cell_takes_vocab_size, get_cell_class
@@ -56,7 +56,9 @@ def recurrent_layer(cell, units, **options):
     """Returns the sequence layer of the cell registered as `cell`.
 
     Cells with a sequence layer of their own (minGRU and minLSTM, which scan
-    in parallel) get it; every other cell is wrapped in `keras.layers.RNN`.
+    in parallel) get it; every other cell is wrapped in `keras.layers.RNN`
+    (on JAX, a DiffStk cell's with `carry_noise_key_on_jax`, for its state
+    noise).
     Options that `keras.layers.RNN` takes (`return_sequences`,
     `return_state`, `stateful`, `go_backwards`, `unroll`) go to the layer,
     the rest to the cell.
@@ -68,7 +70,8 @@ def recurrent_layer(cell, units, **options):
     sequence_layer = getattr(cell_class, "sequence_layer", None)
     if sequence_layer is not None:
         return sequence_layer(units, **rnn_options, **options)
-    return keras.layers.RNN(cell_class(units, **options), **rnn_options)
+    layer = keras.layers.RNN(cell_class(units, **options), **rnn_options)
+    return carry_noise_key_on_jax(layer)
 
 
 def reset_states(model):
