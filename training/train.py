@@ -46,6 +46,9 @@ def main(argv=None):
         print(task.report(metrics[split], split))
     jit = metrics[runs.JIT_COMPILE]
     print(f"XLA: {'on' if jit['used'] else 'off'} ({jit['reason']})")
+    backend = metrics[runs.BACKEND]
+    if backend["name"] != "tensorflow":
+        print(f"Keras backend: {backend['name']} {backend['version']}")
     print(f"run directory: {run_dir}")
     if not args.no_export:
         try:
