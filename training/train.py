@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from training import fitting, recipes, runs
-from training.export import export_run
+from training.export import export_run, summary
 from training.tasks import make_task
 
 DEFAULT_RECIPE = "dyck2_dyck_rnn"
@@ -55,7 +55,7 @@ def main(argv=None):
             path = export_run(run_dir, run_dir / "saved_model")
         except (ValueError, OSError) as error:
             parser.exit(2, f"{parser.prog}: error: {error}\n")
-        print(f"SavedModel: {path}")
+        print(summary(path))
     return 0
 
 
