@@ -94,6 +94,22 @@ def _finished(run):
     return (run.run_dir / runs.METRICS).is_file()
 
 
+def _check_run_backend(run, backend):
+    """A finished run in OUT trained on another backend is a one-line error."""
+    if not _finished(run):
+        return
+    try:
+        trained_on = results.backend_of(runs.read_json(run.run_dir / runs.METRICS))
+    except (runs.RunError, OSError):
+        return  # a damaged run is named and set aside where it is recorded
+    if trained_on != backend:
+        raise reproduction.TableError(
+            f"Run directory {str(run.run_dir)!r} was trained on {trained_on}; "
+            f"expected {backend} runs only in --out: use another --out for the "
+            f"{backend} backend."
+        )
+
+
 def _key(run):
     return run.row.name, run.seed
 
@@ -508,6 +524,7 @@ def _prepare(args):
     candidates = [run for run in planned + discovered if _key(run) not in recorded]
     index = results.RecordIndex(results_dir, backend)
     for run in candidates:
+        _check_run_backend(run, backend)
         finished = _finished(run) and _same_recipe(run)
         if not finished and index.find(run.recipe) is None:
             _check_existing(run)

@@ -225,6 +225,18 @@ def test_records_of_one_backend_are_not_used_for_another(
     assert "holds tensorflow records (tiny/small/seed-0)" in err
     assert "(its default is results/jax)" in err
 
+    out = tmp_path / "out_tf" / "runs" / "small" / "seed-0"  # a finished TF run
+    out.mkdir(parents=True)
+    (out / runs.METRICS).write_text(json.dumps(_metrics(0.5, 1.0)))
+    argv = ["--seeds", "1", "--out", str(tmp_path / "out_tf")]
+    with pytest.raises(SystemExit):
+        reproduce.main(
+            [path, *argv, "--results", str(tmp_path / "new"), "--backend", "jax"]
+        )
+    assert (
+        "was trained on tensorflow; expected jax runs only" in capsys.readouterr().err
+    )
+
     jax_metrics = {**_metrics(0.6, 0.9), "backend": {"name": "jax", "version": "0"}}
     jax_results = tmp_path / "results_jax"
     jax_record = _write_record(jax_results, table, "small", 0, jax_metrics)
