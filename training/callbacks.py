@@ -29,16 +29,25 @@ class ResetStatesEachEpoch(keras.callbacks.Callback):
         self.every = every
 
     def on_epoch_begin(self, epoch, logs=None):
-        zoo.reset_states(self.model)
+        self._reset()
 
     def on_train_batch_begin(self, batch, logs=None):
         if self.every is not None and batch > 0 and batch % self.every == 0:
-            zoo.reset_states(self.model)
+            self._reset()
 
     def on_test_begin(self, logs=None):
-        zoo.reset_states(self.model)
+        self._reset()
 
     def on_test_end(self, logs=None):
+        self._reset()
+
+    def _reset(self):
+        # On JAX, `fit` keeps the state outside the variables between steps
+        # (`zoo.carry_state_on_jax`): write it back first, which also makes
+        # the next step read the variables again, reset here.
+        sync = getattr(self.model, "jax_state_sync", None)
+        if sync is not None:
+            sync()
         zoo.reset_states(self.model)
 
 

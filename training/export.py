@@ -28,18 +28,28 @@ tokenizer's ops):
 The model is rebuilt in float32 whatever the run's `train.precision` (its
 weights are float32 in every policy), so the export computes and serves
 float32 on any device.
+
+The SavedModel is always written by the TensorFlow backend: a process whose
+Keras runs on another backend (`KERAS_BACKEND=jax`) exports in a
+`python -m training.export` subprocess with `KERAS_BACKEND=tensorflow`,
+which loads the run's `.keras` weights (the same file on every backend) into
+the TensorFlow model; the export's `zoo_export.json` and the printed line
+say so. Its graph is then the one a TensorFlow-trained run exports, with the
+tokenizer's ops inside, rather than Keras's JAX export (`jax2tf`), which
+cannot trace the tensorflow-text tokenizer and the id checks.
 """
 
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import keras
 import tensorflow as tf
 
-from training import runs
+from training import backends, runs
 from training.data.tokenize import Tokenizer
 
 
@@ -150,7 +160,11 @@ def export_run(run_dir, out_dir):
     `out_dir` holds a whole export or what it held before. An existing
     `out_dir` is replaced only when it is empty or an earlier export of
     this function (it holds `MARKER`); anything else is a `ValueError`.
+    On a backend other than TensorFlow the export runs in a TensorFlow
+    subprocess (`export_in_tensorflow`); `summary(path)` says which.
     """
+    if not backends.is_tensorflow():
+        return export_in_tensorflow(run_dir, out_dir)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(
@@ -172,11 +186,53 @@ def export_run(run_dir, out_dir):
         head=run.task.head,
     )
     source = runs.check_run(run_dir).resolve()  # a preset's own folder
-    runs.write_json(partial / MARKER, {"run_dir": str(source)})
+    marker = {"run_dir": str(source), "backend": "tensorflow"}
+    runs.write_json(partial / MARKER, marker)
     if out_dir.exists():
         shutil.rmtree(out_dir)
     os.replace(partial, out_dir)
     return out_dir
+
+
+def export_in_tensorflow(run_dir, out_dir):
+    """`export_run` in a `python -m training.export` subprocess on TensorFlow.
+
+    For a process whose Keras runs on another backend (the backend is fixed
+    per process). The child loads the run's `best.keras` into the
+    TensorFlow-backend model and writes the SavedModel as `export_run` does
+    there; its marker then names the backend this process runs on
+    (`exported_from`). A refusal or failure of the child is a one-line
+    `ValueError` with its last line.
+    """
+    command = [sys.executable, "-m", "training.export", str(run_dir), str(out_dir)]
+    environment = {**os.environ, "KERAS_BACKEND": "tensorflow"}
+    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    done = subprocess.run(
+        command, env=environment, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+        last = lines[-1].removeprefix("python -m training.export: error: ")
+        raise ValueError(
+            f"The TensorFlow-backend export subprocess failed: {last}"
+        ) from None
+    out_dir = Path(out_dir)
+    marker = runs.read_json(out_dir / MARKER)
+    marker["exported_from"] = backends.name()
+    runs.write_json(out_dir / MARKER, marker)
+    return out_dir
+
+
+def summary(path):
+    """The line that names an export and, unless plain, how it was written."""
+    marker = runs.read_json(Path(path) / MARKER)
+    source = marker.get("exported_from")
+    if source is None:
+        return f"SavedModel: {path}"
+    return (
+        f"SavedModel: {path} (written by the TensorFlow backend in a subprocess, "
+        f"from the run's .keras weights; Keras runs on {source} here)"
+    )
 
 
 def main(argv=None):
@@ -190,7 +246,7 @@ def main(argv=None):
         path = export_run(args.run_dir, args.out_dir)
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    print(f"SavedModel: {path}")
+    print(summary(path))
     return 0
 
 

@@ -14,7 +14,7 @@ import os
 import keras
 import tensorflow as tf
 
-from training import compile_mode
+from training import backends, compile_mode
 from training.callbacks import RunBackup, StopBelowLoss, TemperatureAnnealing
 
 # `model.fit` arguments that the task's data decide; `fit` refuses them.
@@ -40,7 +40,18 @@ def distribution_strategy(train):
       `TF_CONFIG` environment variable (create it before any other TF op).
 
     `train.batch_size` is the global batch, split evenly across replicas.
+    On a backend other than TensorFlow only `"none"` is taken (a
+    `backends.NoStrategy`); the others are a one-line `ValueError`.
     """
+    if not backends.is_tensorflow():
+        if train["distribute"] != "none":
+            raise ValueError(
+                f"train.distribute={train['distribute']!r} uses tf.distribute, "
+                f"which needs the TensorFlow backend; received the "
+                f"{backends.name()} backend (KERAS_BACKEND): use "
+                "train.distribute=none there."
+            )
+        return backends.NoStrategy()
     if train["distribute"] == "mirrored":
         devices = tf.config.list_logical_devices("GPU") or (
             tf.config.list_logical_devices("CPU")
@@ -206,7 +217,10 @@ def fit(model, task, callbacks=(), verbose=0, jit_compile=None, **fit_kwargs):
             f"{', '.join(DATA_ARGUMENTS)}, received {', '.join(refused)}."
         )
     train = task.recipe["train"]
-    strategy = model.distribute_strategy  # the one it was built under, or current
+    if not backends.is_tensorflow():
+        strategy = distribution_strategy(train)  # refuses tf.distribute's
+    else:
+        strategy = model.distribute_strategy  # the one it was built under
     if train["distribute"] != "none" and strategy is tf.distribute.get_strategy():
         if not tf.distribute.has_strategy():  # built and fitted with no strategy
             raise ValueError(

@@ -2,7 +2,7 @@
 
     python -m training.reproduce TABLE [--seeds N] [--jobs J] [--only ROW ...]
         [--out DIR] [--results DIR] [--threads T] [--shard I/N]
-        [--aggregate-only]
+        [--aggregate-only] [--backend tensorflow|jax]
     python -m training.reproduce --report [FILE] [--results DIR]
 
 Every row x seed is an ordinary `python -m training.train` run in
@@ -27,6 +27,13 @@ A finished run in OUT that cannot be read (metrics.json, timing.json or
 best.keras) is named in one line, set aside (`NAME.damaged`) and trained
 again; with `--aggregate-only` it is left out of the table.
 
+`--backend jax` (default: `KERAS_BACKEND`, else TensorFlow) trains every
+run on Keras's JAX backend (`KERAS_BACKEND` of the `training.train`
+processes; each run's metrics.json and host.json record it). Records of one
+backend are kept apart from the other's: the defaults for JAX are
+`--out reproduction/jax/TABLE` and `--results results/jax`, and a results
+folder holding the other backend's records of the table is refused.
+
 `--report` regenerates the table sections of FILE (default REPRODUCTION.md)
 from the records (`training.results.update_document`); the rest of FILE is
 left as it is.
@@ -44,7 +51,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from training import recipes, reproduction, results, runs
+from training import backends, recipes, reproduction, results, runs
 
 TIMING = results.TIMING
 LOCK = ".lock"
@@ -85,6 +92,22 @@ def _check_existing(run):
 
 def _finished(run):
     return (run.run_dir / runs.METRICS).is_file()
+
+
+def _check_run_backend(run, backend):
+    """A finished run in OUT trained on another backend is a one-line error."""
+    if not _finished(run):
+        return
+    try:
+        trained_on = results.backend_of(runs.read_json(run.run_dir / runs.METRICS))
+    except (runs.RunError, OSError):
+        return  # a damaged run is named and set aside where it is recorded
+    if trained_on != backend:
+        raise reproduction.TableError(
+            f"Run directory {str(run.run_dir)!r} was trained on {trained_on}; "
+            f"expected {backend} runs only in --out: use another --out for the "
+            f"{backend} backend."
+        )
 
 
 def _key(run):
@@ -236,7 +259,7 @@ def _record_finished(table, run, results_dir, retrain, report):
 class _Job:
     """One training subprocess, holding the run directory's lock."""
 
-    def __init__(self, run, threads):
+    def __init__(self, run, threads, backend="tensorflow"):
         self.run = run
         run.run_dir.mkdir(parents=True, exist_ok=True)
         self.lock = open(run.run_dir / LOCK, "w")
@@ -251,6 +274,7 @@ class _Job:
             "TF_NUM_INTEROP_THREADS": str(threads),
             "OMP_NUM_THREADS": str(threads),
             "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+            "KERAS_BACKEND": backend,
         }
         self.log = open(run.run_dir / LOG, "a")
         _settle(run, locked=True)
@@ -266,7 +290,7 @@ class _Job:
                 "started": time.time(),
             },
         )
-        _write_json(run.run_dir / results.HOST, results.host())
+        _write_json(run.run_dir / results.HOST, results.host(backend))
         # The child inherits the locked file, so the lock outlives this
         # process if it is killed while the child trains on.
         self.process = subprocess.Popen(
@@ -304,8 +328,12 @@ def _line(table, run):
     return f"{run.row.name} seed {run.seed}: {metric.key} {shown}{seconds}"
 
 
-def execute(table, pending, jobs, threads, results_dir, report=print):
+def execute(
+    table, pending, jobs, threads, results_dir, report=print, backend="tensorflow"
+):
     """Trains `pending` runs, `jobs` at a time, recording each in `results_dir`.
+
+    The runs train on the Keras `backend` (their `KERAS_BACKEND`).
 
     A run whose directory another process has locked is left to it.
 
@@ -320,7 +348,7 @@ def execute(table, pending, jobs, threads, results_dir, report=print):
             if _finished(run):
                 continue
             try:
-                active.append(_Job(run, threads))
+                active.append(_Job(run, threads, backend))
             except BlockingIOError:
                 report(f"{run.row.name} seed {run.seed}: trained by another process")
         time.sleep(0.2)
@@ -449,6 +477,7 @@ class _Sweep:
     candidates: list  # runs without a record: planned, then finished others
     recorded: set
     notes: list
+    backend: str = "tensorflow"
 
 
 def _prepare(args):
@@ -464,27 +493,38 @@ def _prepare(args):
             f"{', '.join(reproduction.available_tables())}, a path ending in "
             ".toml, or --report."
         )
+    backend = args.backend or backends.requested()
+    if backend not in backends.SUPPORTED:
+        raise reproduction.TableError(
+            f"Unknown backend {backend!r}; expected one of: "
+            f"{', '.join(backends.SUPPORTED)}."
+        )
+    if not backends.is_installed(backend):
+        raise reproduction.TableError(backends.missing_message(backend))
     table = reproduction.load_table(args.table)
-    out = Path(args.out or f"reproduction/{table.name}")
+    default_out = Path("reproduction") / table.name
+    if backend != "tensorflow":
+        default_out = Path("reproduction") / backend / table.name
+    out = Path(args.out or default_out)
     _check_writable(out, "--out")
     if (out / "runs").exists() and not (out / "runs").is_dir():
         raise reproduction.TableError(
             f"--out {str(out)!r} holds a file named runs; expected the folder of "
             "the run directories there (or another --out)."
         )
-    results_dir = Path(args.results)
+    results_dir = Path(args.results or results.default_results(backend))
     _check_writable(results_dir, "--results")
     seeds = table.seeds if args.seeds is None else args.seeds
     planned = reproduction.plan(table, out, seeds, args.only)
     mine = reproduction.shard(planned, *args.shard)
-    recorded = {
-        (result["row"], result["seed"])
-        for result in results.read_table_records(results_dir, table)
-    }
+    found = results.read_table_records(results_dir, table)
+    results.check_backend(found, backend, results_dir)
+    recorded = {(result["row"], result["seed"]) for result in found}
     discovered, notes = _discover(table, out, planned)
     candidates = [run for run in planned + discovered if _key(run) not in recorded]
-    index = results.RecordIndex(results_dir)
+    index = results.RecordIndex(results_dir, backend)
     for run in candidates:
+        _check_run_backend(run, backend)
         finished = _finished(run) and _same_recipe(run)
         if not finished and index.find(run.recipe) is None:
             _check_existing(run)
@@ -498,13 +538,22 @@ def _prepare(args):
         if not usable:
             raise _nothing_to_aggregate(table, results_dir, out)
     return _Sweep(
-        table, out, results_dir, seeds, planned, mine, candidates, recorded, notes
+        table,
+        out,
+        results_dir,
+        seeds,
+        planned,
+        mine,
+        candidates,
+        recorded,
+        notes,
+        backend,
     )
 
 
 def _record_available(sweep, retrain, report=print):
     """Records what is finished in OUT or recorded by another table."""
-    index = results.RecordIndex(sweep.results)
+    index = results.RecordIndex(sweep.results, sweep.backend)
     for run in sweep.candidates:
         if _finished(run) and _same_recipe(run):
             if _record_finished(sweep.table, run, sweep.results, retrain, report):
@@ -534,7 +583,14 @@ def _sweep(args, sweep, started):
             f"shard), {len(sweep.mine) - len(pending)} finished, {len(pending)} to "
             f"train, {args.jobs} at a time"
         )
-        failed = execute(table, pending, args.jobs, args.threads, sweep.results)
+        failed = execute(
+            table,
+            pending,
+            args.jobs,
+            args.threads,
+            sweep.results,
+            backend=sweep.backend,
+        )
         if failed:
             print(f"{len(failed)} runs failed; rerun the same command to retry them")
     missing = [
@@ -604,8 +660,16 @@ def main(argv=None):
     parser.add_argument("--out", default=None)
     parser.add_argument(
         "--results",
-        default="results",
-        help="the run records (default: results, the repository's from its root)",
+        default=None,
+        help="the run records (default: results, the repository's from its root; "
+        "results/jax for --backend jax)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=backends.SUPPORTED,
+        default=None,
+        help="the Keras backend the runs train on (default: KERAS_BACKEND, else "
+        "tensorflow)",
     )
     parser.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N")
     parser.add_argument("--aggregate-only", action="store_true")
@@ -627,6 +691,7 @@ def main(argv=None):
                     "--report regenerates every table section of its file; "
                     f"expected no TABLE, received {args.table!r}."
                 )
+            args.results = args.results or results.default_results("tensorflow")
             names, changed = regenerate(args.report, args.results)
             state = "changed" if changed else "unchanged"
             print(

@@ -6,17 +6,22 @@
         log.csv        its per-epoch history (Keras's CSVLogger)
         timing.json    seconds of training over all attempts, and attempts
         host.json      the machine it trained on: CPU model and count,
-                       platform, Python, TensorFlow and Keras versions (GPUs
-                       where nvidia-smi names any)
+                       platform, Python, TensorFlow and Keras versions, the
+                       Keras backend (and JAX's version on JAX; GPUs where
+                       nvidia-smi names any)
         record.json    parameters (counted from best.keras when recorded);
                        `copied_from` when the run is another table's record
                        of the same recipe
 
 No weights and no data: a record is what a table needs, and it outlives the
 machine. RESULTS is `results/` in the repository (`--results` of
-`training.reproduce`). A record is written into a hidden folder beside its
-place and renamed into it, so a record folder is always complete, and two
-processes recording the same run keep the first.
+`training.reproduce`; `results/jax/` for runs on the JAX backend). A
+record's backend is its metrics.json's `backend` (TensorFlow for records
+from before it was written); records of one backend are never counted or
+copied for another (`RecordIndex`, `check_backend`). A record is written
+into a hidden folder beside its place and renamed into it, so a record
+folder is always complete, and two processes recording the same run keep
+the first.
 
 `training.reproduce` writes the record of every run it finishes, does not
 train a run whose record exists (a table can be completed over several
@@ -62,8 +67,12 @@ def _gpus():
     return [line.strip() for line in listed.splitlines() if line.strip()]
 
 
-def host():
-    """The machine this process runs on, as `host.json` holds it."""
+def host(backend="tensorflow"):
+    """The machine this process runs on, as `host.json` holds it.
+
+    `backend` is the Keras backend the run trains on (`KERAS_BACKEND` of
+    its process); its package's version is listed beside TensorFlow's.
+    """
     cpus = (
         len(os.sched_getaffinity(0))
         if hasattr(os, "sched_getaffinity")
@@ -74,8 +83,9 @@ def host():
         "cpus": cpus,
         "platform": platform.platform(),
         "python": platform.python_version(),
+        "backend": backend,
     }
-    for package in ("tensorflow", "keras"):
+    for package in dict.fromkeys(("tensorflow", "keras", backend)):
         try:
             info[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -150,11 +160,52 @@ def _key(recipe):
     return json.dumps(recipe, sort_keys=True)
 
 
-class RecordIndex:
-    """Finds a record of a resolved recipe anywhere under `results`."""
+def backend_of(metrics):
+    """The Keras backend a run's metrics.json says trained it (TensorFlow
+    for runs from before it said)."""
+    backend = metrics.get("backend") if isinstance(metrics, dict) else None
+    if isinstance(backend, dict) and isinstance(backend.get("name"), str):
+        return backend["name"]
+    return "tensorflow"
 
-    def __init__(self, results):
+
+def _record_backend(folder):
+    try:
+        return backend_of(runs.read_json(Path(folder) / runs.METRICS))
+    except (runs.RunError, OSError):
+        return None  # a damaged record is refused where it is used
+
+
+def check_backend(found, backend, results):
+    """A one-line `TableError` if a record in `found` is of another backend.
+
+    `found` are `read_table_records` results: a table's records and the
+    runs to add must be of one backend, or its numbers compare two.
+    """
+    for result in found:
+        if result["backend"] != backend:
+            raise reproduction.TableError(
+                f"--results {str(results)!r} holds {result['backend']} records "
+                f"({result['record']}); expected {backend} records only: use "
+                f"another --results for the {backend} backend (its default is "
+                f"{default_results(backend)})."
+            )
+
+
+def default_results(backend):
+    """Where `training.reproduce` records runs of `backend` by default."""
+    return "results" if backend == "tensorflow" else f"results/{backend}"
+
+
+class RecordIndex:
+    """Finds a record of a resolved recipe anywhere under `results`.
+
+    Only records of `backend` (`backend_of` their metrics) are found.
+    """
+
+    def __init__(self, results, backend="tensorflow"):
         self.results = Path(results)
+        self.backend = backend
         self._paths = None
 
     def find(self, recipe):
@@ -164,6 +215,8 @@ class RecordIndex:
             pattern = f"*/*/seed-*/{runs.RECIPE}"
             for path in sorted(self.results.glob(pattern)):
                 if not (path.parent / RECORD).is_file():
+                    continue
+                if _record_backend(path.parent) != self.backend:
                     continue
                 try:
                     key = _key(runs.read_recipe(path))
@@ -226,6 +279,7 @@ def read_record(folder, run, results):
         "parameters": record.get("parameters"),
         "host": describe_host(_read(folder, HOST, required=False)),
         "copied_from": record.get("copied_from"),
+        "backend": backend_of(metrics),
         "metrics": metrics,
     }
 

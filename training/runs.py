@@ -27,7 +27,7 @@ from pathlib import Path
 import keras
 
 import zoo
-from training import compile_mode, fitting, recipes
+from training import backends, compile_mode, fitting, recipes
 from training.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
 from training.tasks import make_task
@@ -39,8 +39,9 @@ RECIPE, VOCABULARY, BEST, METRICS = (
     "metrics.json",
 )
 BACKUP, LOG, TENSORBOARD = "backup", "log.csv", "tensorboard"
-# The key of metrics.json that records the compile mode (not a split).
-JIT_COMPILE = "jit_compile"
+# The keys of metrics.json that record the compile mode and the Keras
+# backend that trained the run (not splits).
+JIT_COMPILE, BACKEND = "jit_compile", "backend"
 TRAIN_LOCK = ".train.lock"
 # Where a CLI takes a run directory, `preset:NAME` takes a preset (`check_run`).
 PRESET_PREFIX = "preset:"
@@ -185,7 +186,8 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     writes `recipe.json` and `vocabulary.json`, fits with
     `training.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
     evaluates the best model on every split of the task and writes
-    `metrics.json`, with the compile mode under `"jit_compile"`. Nothing is
+    `metrics.json`, with the compile mode under `"jit_compile"` and the
+    Keras backend (`KERAS_BACKEND`) and its version under `"backend"`. Nothing is
     written until everything that can refuse the run has passed (the run
     directory, the data, the model and its options), and the run directory
     is locked while it is written (`lock_run_dir`): a second process
@@ -205,8 +207,9 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         callbacks: More Keras callbacks for `model.fit`.
 
     Returns:
-        `{split: metrics}` for each of the task's splits and
-        `{"jit_compile": {"used": bool, "reason": str}}`, as in
+        `{split: metrics}` for each of the task's splits,
+        `{"jit_compile": {"used": bool, "reason": str}}` and
+        `{"backend": {"name": str, "version": str}}`, as in
         `metrics.json`; `make_task(recipe).report(metrics[split], split)`
         formats one.
 
@@ -290,6 +293,7 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
         best = load_best(task, run_dir / BEST)
         metrics = {split: task.evaluate(best, split) for split in task.splits}
         metrics[JIT_COMPILE] = jit._asdict()
+        metrics[BACKEND] = backends.describe()
         write_json(run_dir / METRICS, metrics)
     return metrics
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from training import fitting, recipes, runs
-from training.export import export_run
+from training.export import export_run, summary
 from training.tasks import make_task
 
 DEFAULT_RECIPE = "dyck2_dyck_rnn"
@@ -46,13 +46,16 @@ def main(argv=None):
         print(task.report(metrics[split], split))
     jit = metrics[runs.JIT_COMPILE]
     print(f"XLA: {'on' if jit['used'] else 'off'} ({jit['reason']})")
+    backend = metrics[runs.BACKEND]
+    if backend["name"] != "tensorflow":
+        print(f"Keras backend: {backend['name']} {backend['version']}")
     print(f"run directory: {run_dir}")
     if not args.no_export:
         try:
             path = export_run(run_dir, run_dir / "saved_model")
         except (ValueError, OSError) as error:
             parser.exit(2, f"{parser.prog}: error: {error}\n")
-        print(f"SavedModel: {path}")
+        print(summary(path))
     return 0
 
 

@@ -13,7 +13,7 @@ stack actions of a recognizer built on a stack cell.
 import keras
 from keras import ops
 
-from zoo.cells.stack import trace_stack
+from zoo.cells.stack import carry_noise_key_on_jax, trace_stack
 from zoo.checks import check_number, check_positive_int
 from zoo.devices import gpu_visible
 from zoo.registry import cell_takes_vocab_size, get_cell_class
@@ -57,7 +57,9 @@ def recurrent_layer(cell, units, **options):
     """Returns the sequence layer of the cell registered as `cell`.
 
     Cells with a sequence layer of their own (minGRU and minLSTM, which scan
-    in parallel) get it; every other cell is wrapped in `keras.layers.RNN`.
+    in parallel) get it; every other cell is wrapped in `keras.layers.RNN`
+    (on JAX, a DiffStk cell's with `carry_noise_key_on_jax`, for its state
+    noise).
     Options that `keras.layers.RNN` takes (`return_sequences`,
     `return_state`, `stateful`, `go_backwards`, `unroll`) go to the layer,
     the rest to the cell.
@@ -69,7 +71,8 @@ def recurrent_layer(cell, units, **options):
     sequence_layer = getattr(cell_class, "sequence_layer", None)
     if sequence_layer is not None:
         return sequence_layer(units, **rnn_options, **options)
-    return keras.layers.RNN(cell_class(units, **options), **rnn_options)
+    layer = keras.layers.RNN(cell_class(units, **options), **rnn_options)
+    return carry_noise_key_on_jax(layer)
 
 
 def reset_states(model):
@@ -81,6 +84,46 @@ def reset_states(model):
     for layer in walk_layers(model):
         if getattr(layer, "stateful", False) and hasattr(layer, "reset_state"):
             layer.reset_state()
+
+
+class _CarriedState:
+    """Holds one recurrent state variable where Keras looks for seed state."""
+
+    def __init__(self, variable):
+        self.state = variable
+
+
+def carry_state_on_jax(model):
+    """Makes compiled steps on JAX carry `model`'s stateful recurrent state.
+
+    Keras 3.15's `keras.layers.RNN` creates its `states` variables untracked
+    (`_create_state_variables` runs under `no_automatic_dependency_tracking`),
+    so they are not among `model.non_trainable_variables`. TensorFlow's
+    compiled steps read and assign them in place anyway; JAX's are pure
+    functions of the variables Keras passes in, so `fit`, `evaluate` and
+    `predict` read a stateful layer's state as the constant it was when the
+    step was traced (zeros) and drop its update: every batch starts from zero.
+    Each state variable is listed where Keras lists seed-generator state:
+    among the layer's `variables` (and so passed through every step), not its
+    `weights` (so `get_weights`, `.keras` files and checkpoints are those of
+    the stateless model). Nothing changes on other backends. Can go when
+    Keras tracks RNN state itself (no upstream issue found as of 2026-10).
+    """
+    if keras.backend.backend() != "jax":
+        return model
+    for layer in walk_layers(model):
+        states = (
+            getattr(layer, "states", None)
+            if getattr(layer, "stateful", False)
+            else None
+        )
+        if not states:
+            continue
+        carried = {id(c.state) for c in layer._seed_generators}
+        for variable in keras.tree.flatten(states):
+            if id(variable) not in carried:
+                layer._seed_generators.append(_CarriedState(variable))
+    return model
 
 
 def _pass_vocab_size(cell_class, vocab_size, cell_options):
@@ -220,7 +263,8 @@ def language_model(
         )
     else:
         logits = keras.layers.Dense(vocab_size, dtype="float32", name="logits")(x)
-    return keras.Model(ids, logits, name=f"{cell}_language_model")
+    model = keras.Model(ids, logits, name=f"{cell}_language_model")
+    return carry_state_on_jax(model) if stateful else model
 
 
 def recognizer(

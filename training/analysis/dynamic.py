@@ -17,10 +17,11 @@ model passed in (and anything saved) is never changed. The static number is
 the same segmentation read without updates.
 """
 
+import keras
 import numpy as np
-import tensorflow as tf
 
 from training import metrics as metrics_lib
+from training.analysis.compiled import loss_and_gradients
 from training.analysis.scoring import (
     check_stream,
     segment_losses,
@@ -39,19 +40,6 @@ def _numbers(total, count):
     }
 
 
-def _gradients(evaluator, variables, inputs, targets):
-    with tf.GradientTape() as tape:
-        losses = segment_losses(evaluator, inputs, targets)  # [rows, time]
-        loss = tf.reduce_mean(losses)
-    grads = tape.gradient(loss, variables)
-    # Embedding gradients come as IndexedSlices: made dense to scale and add.
-    grads = [
-        tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-        for v, g in zip(variables, grads, strict=True)
-    ]
-    return losses, grads
-
-
 def gradient_statistics(build_model, model, ids, segment=20, rows=1, max_segments=None):
     """Krause et al.'s `MS`: the mean squared gradient over segments of `ids`.
 
@@ -62,11 +50,12 @@ def gradient_statistics(build_model, model, ids, segment=20, rows=1, max_segment
     ids = check_stream(ids, rows, name="text for the gradient statistics")
     evaluator = stateful_copy(build_model, model, rows)
     variables = evaluator.trainable_variables
-    step = tf.function(lambda x, y: _gradients(evaluator, variables, x, y)[1])
+    step = loss_and_gradients(evaluator, segment_losses)
     sums, count = [np.zeros(v.shape) for v in variables], 0
     for inputs, targets in segments(ids, rows, segment):
-        for total, grad in zip(sums, step(inputs, targets), strict=True):
-            total += np.square(grad.numpy())
+        _, grads = step(inputs, targets)
+        for total, grad in zip(sums, grads, strict=True):
+            total += np.square(grad)
         count += 1
         if max_segments and count >= max_segments:
             break
@@ -114,15 +103,16 @@ def dynamic_evaluation(
 
     static = stateful_copy(build_model, model, rows)
     static_total = sum(
-        float(tf.reduce_sum(segment_losses(static, x, y))) for x, y in pieces
+        float(np.sum(keras.ops.convert_to_numpy(segment_losses(static, x, y))))
+        for x, y in pieces
     )
 
     evaluator = stateful_copy(build_model, model, rows)
     variables = evaluator.trainable_variables
-    trained = [tf.identity(v.value) for v in variables]
+    trained = [np.array(keras.ops.convert_to_numpy(v.value)) for v in variables]
     if statistics is None:
-        scales = [tf.constant(1.0)] * len(variables)
-        decays = [tf.constant(decay)] * len(variables)
+        scales = [np.float32(1.0)] * len(variables)
+        decays = [np.float32(decay)] * len(variables)
     else:
         if len(statistics) != len(variables):
             raise ValueError(
@@ -131,24 +121,25 @@ def dynamic_evaluation(
             )
         roots = [np.sqrt(ms) for ms in statistics]
         mean_root = np.concatenate([r.reshape(-1) for r in roots]).mean()
-        scales = [tf.constant(1.0 / (r + epsilon), tf.float32) for r in roots]
+        scales = [(1.0 / (r + epsilon)).astype(np.float32) for r in roots]
         decays = [
-            tf.constant(np.minimum(1.0, decay * r / mean_root), tf.float32)
-            for r in roots
+            np.minimum(1.0, decay * r / mean_root).astype(np.float32) for r in roots
         ]
 
-    @tf.function
-    def score_then_step(inputs, targets):
-        losses, grads = _gradients(evaluator, variables, inputs, targets)
+    # Scored and differentiated in one compiled call (`compiled`: tf.function
+    # or jax.jit), then the update, in float32 as the weights are.
+    step = loss_and_gradients(evaluator, segment_losses)
+    dynamic_total = 0.0
+    for inputs, targets in pieces:
+        losses, grads = step(inputs, targets)
+        dynamic_total += float(np.sum(losses))
         for variable, grad, start, scale, pull in zip(
             variables, grads, trained, scales, decays, strict=True
         ):
+            value = keras.ops.convert_to_numpy(variable.value)
             variable.assign(
-                variable - learning_rate * grad * scale + pull * (start - variable)
+                value - learning_rate * grad * scale + pull * (start - value)
             )
-        return tf.reduce_sum(losses)
-
-    dynamic_total = sum(float(score_then_step(x, y)) for x, y in pieces)
     return {
         "static": _numbers(static_total, count),
         "dynamic": _numbers(dynamic_total, count),

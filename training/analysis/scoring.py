@@ -7,9 +7,9 @@ the model, so the recurrent state runs from each row's start to its end.
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import zoo
+from training.analysis.compiled import compiled
 from training.data import batching
 
 LN2 = float(np.log(2.0))
@@ -57,18 +57,19 @@ def token_losses(build_model, model, ids, rows=10, segment=400, jit_compile=Fals
 
     Row `r` holds the losses of the stream's `r`-th contiguous piece in order;
     the last `(len(ids) - 1) % rows` tokens are not scored. With
-    `jit_compile`, the segments are scored by an XLA-compiled function.
+    `jit_compile`, the segments are scored by an XLA-compiled function (on
+    JAX, always; `compiled.compiled`).
     """
     ids = check_stream(ids, rows)
     evaluator = stateful_copy(build_model, model, rows)
     # One graph for the recurrent loop (two traces: full and last segment);
     # called eagerly, keras.layers.RNN steps in Python, several times slower.
-    score = tf.function(
+    score = compiled(
+        evaluator,
         lambda inputs, targets: segment_losses(evaluator, inputs, targets),
-        jit_compile=bool(jit_compile),
+        jit_compile=jit_compile,
     )
     pieces = [
-        score(inputs, targets).numpy()
-        for inputs, targets in segments(ids, rows, segment)
+        score(inputs, targets) for inputs, targets in segments(ids, rows, segment)
     ]
     return np.concatenate(pieces, axis=1)

@@ -26,10 +26,10 @@ refuses it.
 import collections
 
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from training import plots
+from training.analysis.compiled import compiled
 from training.data.tokenize import tokenize
 
 _SEPARATOR = "\x00"  # ends each sentence in the one tokenization call
@@ -69,18 +69,18 @@ def encode_sentences(vocabulary, sentences):
 def _sentence_scorer(model):
     """One compiled graph for the model and the log-likelihood sums.
 
-    `reduce_retracing` lets one trace serve every batch shape; calling the
-    model eagerly instead ran the recurrent loop step by step in Python.
+    `reduce_retracing` lets one trace serve every batch shape on TensorFlow
+    (JAX compiles each shape); calling the model eagerly instead ran the
+    recurrent loop step by step in Python.
     """
 
-    @tf.function(reduce_retracing=True)
     def score(inputs, targets, mask):
         logits = model(inputs, training=False)  # [rows, time, vocab]
         picked = ops.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
         log_probs = picked - ops.logsumexp(logits, axis=-1)  # [rows, time]
         return ops.sum(log_probs * mask, axis=-1)
 
-    return score
+    return compiled(model, score, jit_compile=False, reduce_retracing=True)
 
 
 def score_sentences(model, vocabulary, sentences, batch_size=256):

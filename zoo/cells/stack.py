@@ -238,8 +238,35 @@ class DiffStkCell(_StackCell):
         self.carry_sharpness = carry_sharpness
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
+        # Set for one step of the loop on JAX (`carry_noise_key_on_jax`).
+        self.step_key = None
         self.f1 = functools.partial(scaled_tanh, scale=activation_scale)
         self.controller = None
+
+    @property
+    def has_noise(self):
+        """Whether training adds state noise (`noise_mean` or `noise_stddev`)."""
+        return self.noise_stddev > 0 or self.noise_mean != 0
+
+    def state_noise(self, shape, dtype):
+        """`N(noise_mean, noise_stddev^2)` noise of `shape` for one step.
+
+        From `step_key` when the loop set one (JAX, where a seed
+        generator cannot advance inside the loop), else from the cell's seed
+        generator.
+        """
+        if self.step_key is None:
+            return keras.random.normal(
+                shape,
+                mean=self.noise_mean,
+                stddev=self.noise_stddev,
+                dtype=dtype,
+                seed=self.seed_generator,
+            )
+        import jax
+
+        sample = jax.random.normal(self.step_key, shape, dtype=dtype)
+        return sample * self.noise_stddev + self.noise_mean
 
     def set_controller(self, controller):
         """Adopts the controller cell and sets the state size around it."""
@@ -270,14 +297,8 @@ class DiffStkCell(_StackCell):
         z_prev, *cells_prev = states[:-2]
         stack, counter = states[-2:]
         z_hat = z_prev + self.stack.read(stack)  # eqs. 5, 9: [batch, units]
-        if training and (self.noise_stddev > 0 or self.noise_mean != 0):
-            z_hat = z_hat + keras.random.normal(
-                ops.shape(z_hat),
-                mean=self.noise_mean,
-                stddev=self.noise_stddev,
-                dtype=z_hat.dtype,
-                seed=self.seed_generator,
-            )
+        if training and self.has_noise:
+            z_hat = z_hat + self.state_noise(ops.shape(z_hat), z_hat.dtype)
         candidate, controller_states = self.controller.call(
             inputs, [z_hat, *cells_prev], training=training
         )  # z~_t: [batch, units]
@@ -325,6 +346,61 @@ class DiffStkCell(_StackCell):
             }
         )
         return config
+
+
+def carry_noise_key_on_jax(layer):
+    """Lets a `keras.layers.RNN` of a DiffStk cell train with state noise on JAX.
+
+    Keras's JAX loop (`lax.scan`) cannot advance a seed generator inside the
+    loop (the new seed would leak out of the traced step), so a cell that
+    draws noise at every step fails to train there (Keras 3.15). On JAX this
+    gives `layer` (of a `DiffStkCell`) a loop that, while training a cell
+    with noise, draws one key from the cell's seed generator per call
+    (outside the loop), carries a step counter beside the cell's states and
+    hands the cell `fold_in(key, step)` at each step (`step_key`). The layer
+    stays a `keras.layers.RNN`: Keras names saved layers by class, so its
+    `.keras` files are those of every run before (and a model loaded with
+    `keras.models.load_model` on JAX predicts, but does not train with
+    noise). Anywhere but JAX, or without noise, `layer` is unchanged.
+    """
+    if keras.backend.backend() == "jax" and isinstance(layer.cell, DiffStkCell):
+        layer.inner_loop = functools.partial(_noise_key_inner_loop, layer)
+    return layer
+
+
+def _noise_key_inner_loop(layer, sequences, initial_state, mask, training=False):
+    cell = layer.cell
+    if not (training and cell.has_noise):
+        return keras.layers.RNN.inner_loop(
+            layer, sequences, initial_state, mask, training
+        )
+    import jax
+
+    key = cell.seed_generator.next()  # one draw per call, outside the loop
+    steps = ops.zeros((ops.shape(sequences)[0], 1), "int32")  # beside the states
+
+    def step(inputs, states):
+        *states, count = states
+        cell.step_key = jax.random.fold_in(key, ops.max(count))
+        try:
+            output, new_states = cell(inputs, states, training=training)
+        finally:
+            cell.step_key = None
+        return output, [*keras.tree.flatten(new_states), count + 1]
+
+    # What keras.layers.RNN.inner_loop calls, with the counter in the carry.
+    last_output, outputs, states = keras.src.backend.rnn(
+        step,
+        sequences,
+        [*initial_state, steps],
+        go_backwards=layer.go_backwards,
+        mask=mask,
+        unroll=layer.unroll,
+        input_length=sequences.shape[1],
+        zero_output_for_mask=layer.zero_output_for_mask,
+        return_all_outputs=layer.return_sequences,
+    )
+    return last_output, outputs, states[:-1]
 
 
 @register_cell("diffstk_rnn")

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import zoo
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
 from tests.zoo.cells.reference import random_inputs, sigmoid
 from zoo.cells.stack import (
@@ -218,6 +219,17 @@ def test_noise_is_present_in_training_and_absent_in_inference():
     # The noise has the requested scale (eq. 9) on the first step.
     deviation = np.std(first[:, 0] - inference[:, 0])
     assert 0.0 < deviation < 1.0
+
+
+def test_a_diffstk_layer_stays_a_keras_rnn_on_every_backend():
+    # Keras names saved layers by class: another class would make every
+    # earlier run's .keras file unreadable. Its JAX loop (state noise) is
+    # tested in tests/training/backends_test.py.
+    layer = zoo.recurrent_layer("diffstk_rnn", 4, noise_stddev=0.1)
+    assert type(layer) is keras.layers.RNN
+    x = random_inputs()
+    first, second = (np.asarray(layer(x, training=True)) for _ in range(2))
+    assert not np.allclose(first, second)
 
 
 def run_steps(cell, x):

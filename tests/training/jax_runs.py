@@ -1,0 +1,103 @@
+"""Trains and reads tiny runs on the JAX backend; `backends_test` checks them.
+
+    KERAS_BACKEND=jax python -m tests.training.jax_runs OUT
+
+The backend is fixed per process, so the tests run this in a subprocess and
+compare what it writes to OUT/jax.npz with the same computations on
+TensorFlow in the test process:
+
+- `OUT/dyck` (the `tiny_dyck_lstm` recipe), `OUT/recognition` (the tiny
+  recognition recipe, with the Mali tables' state noise) and `OUT/lm/run`
+  (the tiny stateful truncated-BPTT language model), trained with
+  `runs.train_run`;
+- `OUT/checks.json`: whether a stateful model's compiled `predict` carries
+  its state from call to call (and resets), as TensorFlow's does;
+- each run's predictions on fixed ids, the language model's token losses
+  (state carried), its dynamic evaluation, sentence scores and a sample;
+- `OUT/dyck_saved`: the Dyck run exported from this (JAX) process, which
+  writes it in a TensorFlow subprocess; its summary line is printed.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+
+import zoo
+from tests.training.tiny import tiny_recipe, train_text_run
+from training import export, generate, recipes, runs
+from training.analysis import dynamic, scoring, syntax
+
+DYCK_IDS = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
+RECOGNITION_IDS = np.array([[1, 3, 4, 6, 5, 2], [1, 3, 5, 4, 6, 2]], "int32")
+SENTENCES = ["the cat sat on the mat", "the mat sat on the cat", "the dog"]
+PROMPT = "the cat"
+
+
+def language_model_results(run_dir):
+    """What the checks compute on the language model, on either backend."""
+    _, vocabulary, task, model = runs.load_run(run_dir)
+    ids = task.encoded["test"].ids
+    losses = scoring.token_losses(task.build_model, model, ids, rows=2, segment=7)
+    evaluated = dynamic.dynamic_evaluation(
+        task.build_model, model, ids, learning_rate=0.5, segment=9
+    )
+    scores, _ = syntax.score_sentences(model, vocabulary, SENTENCES)
+    return {
+        "lm_losses": losses,
+        "lm_dynamic": np.array(
+            [
+                evaluated["static"]["cross_entropy"],
+                evaluated["dynamic"]["cross_entropy"],
+            ]
+        ),
+        "lm_sentences": scores,
+    }
+
+
+def stateful_checks():
+    """Does compiled `predict` carry a stateful model's state, and reset it?"""
+    keras.utils.set_random_seed(3)
+    model = zoo.language_model("lstm", 12, 8, stateful=True, batch_size=2)
+    ids = np.arange(10, dtype="int32").reshape(2, 5) % 12
+    first = model.predict_on_batch(ids)
+    second = model.predict_on_batch(ids)
+    zoo.reset_states(model)
+    again = model.predict_on_batch(ids)
+    return {
+        "carried": bool(not np.allclose(first, second)),
+        "reset": bool(np.allclose(first, again)),
+    }
+
+
+def main(out):
+    out = Path(out)
+    assert keras.backend.backend() == "jax", keras.backend.backend()
+    runs.train_run(recipes.resolve("tiny_dyck_lstm", "small", []), out / "dyck")
+    recognition = tiny_recipe(
+        "recognition", extra=["train.epochs=1", "model.options.noise_stddev=0.1"]
+    )
+    runs.train_run(recognition, out / "recognition")
+    (out / "lm").mkdir()
+    lm_run = train_text_run(out / "lm")
+    arrays = {
+        "dyck": runs.load_run(out / "dyck").model.predict(DYCK_IDS, verbose=0),
+        **{
+            f"recognition_{name}": value
+            for name, value in runs.load_run(out / "recognition")
+            .model.predict(RECOGNITION_IDS, verbose=0)
+            .items()
+        },
+        **language_model_results(lm_run),
+    }
+    np.savez(out / "jax.npz", **arrays)
+    (out / "checks.json").write_text(json.dumps(stateful_checks()))
+    sample = generate.generate(lm_run, PROMPT, 6, seed=1)
+    (out / "sample.json").write_text(json.dumps(sample))
+    print(export.summary(export.export_run(out / "dyck", out / "dyck_saved")))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
