@@ -42,7 +42,7 @@ def test_generate_cli_needs_no_data(language_model_run):
     "arguments, message",
     [
         ({"length": -1}, "`length` must be >= 0; received -1"),
-        ({"temperature": 0}, "`temperature` must be > 0; received 0"),
+        ({"temperature": 0}, r"`temperature` must be in \(0, inf\); received 0"),
         ({"top_k": 0}, "`top_k` must be >= 1; received 0"),
     ],
 )
