@@ -14,7 +14,7 @@ def test_recipes_take_auto_true_and_false(value):
 
 
 def test_recipes_default_to_auto():
-    assert tiny_recipe("dyck")["train"]["jit_compile"] == "auto"
+    assert recipes.resolve("tiny_dyck_lstm")["train"]["jit_compile"] == "auto"
 
 
 @pytest.mark.parametrize("value", ["yes", "1", "null", "[1]", "1.0"])
@@ -123,7 +123,7 @@ def test_a_compiled_run_traces_each_step_once_in_every_epoch():
 
 
 def test_a_run_records_its_choice_and_a_resume_keeps_it(tmp_path):
-    recipe = tiny_recipe("dyck", extra=["train.epochs=1"])
+    recipe = tiny_recipe("dyck", extra=["train.epochs=1", "train.jit_compile=auto"])
     task = make_task(recipe)
     assert runs.compile_choice(task).used  # 8 units: XLA by the rule
     kept = {"facts": {"jit_compile": {"used": False, "reason": "first part"}}}

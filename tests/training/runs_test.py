@@ -23,7 +23,7 @@ def test_tiny_run_trains_checkpoints_evaluates_and_reloads(kind, tmp_path, text_
     assert set(metrics) == {*splits, runs.JIT_COMPILE, runs.BACKEND}
     assert metrics[runs.BACKEND]["name"] == keras.backend.backend()
     assert metrics[runs.JIT_COMPILE]["used"] in (True, False)
-    assert metrics[runs.JIT_COMPILE]["reason"].startswith("auto: ")
+    assert metrics[runs.JIT_COMPILE]["reason"] == "train.jit_compile=false"
 
     run = runs.load_run(run_dir)
     assert run.recipe == recipe and run.task.head == make_task(recipe).head

@@ -42,9 +42,16 @@ RECIPE_OF = {
 TEXT = "the cat sat on the mat\nthe dog sat on the log\n" * 200
 
 
+# A tiny run trains a few steps: XLA's compile (seconds) would cost more than
+# it saves, so tiny recipes run in the graph unless a test asks for XLA
+# (`extra=["train.jit_compile=auto"]`); tests/training/compile_mode_test.py
+# and the kill-and-resume test train compiled.
+NO_XLA = "train.jit_compile=false"
+
+
 def tiny_recipe(kind, text_file=None, extra=()):
     """The tiny recipe of `kind`; a language model reads `text_file`."""
-    overrides = list(TINY[kind]) + list(extra)
+    overrides = [*TINY[kind], NO_XLA, *extra]
     if kind == "language_model":
         overrides.append(f"task.corpus=file:{text_file}")
     return recipes.resolve(RECIPE_OF[kind], "small", overrides)
