@@ -76,12 +76,18 @@ def main(out):
     out = Path(out)
     assert keras.backend.backend() == "jax", keras.backend.backend()
     runs.train_run(recipes.resolve("tiny_dyck_lstm", "small", []), out / "dyck")
+    # Compiled, as JAX runs train ("auto"; tiny recipes otherwise skip XLA).
     recognition = tiny_recipe(
-        "recognition", extra=["train.epochs=1", "model.options.noise_stddev=0.1"]
+        "recognition",
+        extra=[
+            "train.epochs=1",
+            "model.options.noise_stddev=0.1",
+            "train.jit_compile=auto",
+        ],
     )
     runs.train_run(recognition, out / "recognition")
     (out / "lm").mkdir()
-    lm_run = train_text_run(out / "lm")
+    lm_run = train_text_run(out / "lm", extra=["train.jit_compile=auto"])
     arrays = {
         "dyck": runs.load_run(out / "dyck").model.predict(DYCK_IDS, verbose=0),
         **{

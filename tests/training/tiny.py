@@ -2,6 +2,12 @@
 
 from training import recipes, runs
 
+# A tiny run trains a few steps: XLA's compile (seconds) would cost more than
+# it saves, so tiny recipes run in the graph unless a test asks for XLA
+# (`extra=["train.jit_compile=auto"]`); tests/training/compile_mode_test.py
+# and the kill-and-resume test train compiled.
+NO_XLA = "train.jit_compile=false"
+
 TINY = {
     "dyck": [
         "task.train_sequences=48",
@@ -11,12 +17,14 @@ TINY = {
         "model.embedding_dim=8",
         "train.epochs=2",
         "train.batch_size=16",
+        NO_XLA,
     ],
     "closing_bracket": [
         "task.train_sequences=48",
         "task.dev_sequences=16",
         "task.test_sequences=16",
         "train.epochs=2",
+        NO_XLA,
     ],
     "recognition": [
         "task.split_scale=0.01",
@@ -24,6 +32,7 @@ TINY = {
         "model.embedding_dim=4",
         "model.options.stack_depth=8",
         "train.epochs=2",
+        NO_XLA,
     ],
     "language_model": [
         "model.units=8",
@@ -31,6 +40,7 @@ TINY = {
         "task.sequence_length=10",
         "train.epochs=2",
         "train.batch_size=4",
+        NO_XLA,
     ],
 }
 RECIPE_OF = {
@@ -42,16 +52,9 @@ RECIPE_OF = {
 TEXT = "the cat sat on the mat\nthe dog sat on the log\n" * 200
 
 
-# A tiny run trains a few steps: XLA's compile (seconds) would cost more than
-# it saves, so tiny recipes run in the graph unless a test asks for XLA
-# (`extra=["train.jit_compile=auto"]`); tests/training/compile_mode_test.py
-# and the kill-and-resume test train compiled.
-NO_XLA = "train.jit_compile=false"
-
-
 def tiny_recipe(kind, text_file=None, extra=()):
     """The tiny recipe of `kind`; a language model reads `text_file`."""
-    overrides = [*TINY[kind], NO_XLA, *extra]
+    overrides = [*TINY[kind], *extra]
     if kind == "language_model":
         overrides.append(f"task.corpus=file:{text_file}")
     return recipes.resolve(RECIPE_OF[kind], "small", overrides)
