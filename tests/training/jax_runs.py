@@ -75,7 +75,8 @@ def stateful_checks():
 def main(out):
     out = Path(out)
     assert keras.backend.backend() == "jax", keras.backend.backend()
-    runs.train_run(recipes.resolve("tiny_dyck_lstm", "small", []), out / "dyck")
+    dyck = recipes.resolve("tiny_dyck_lstm", "small", ["train.jit_compile=auto"])
+    runs.train_run(dyck, out / "dyck")
     # Compiled, as JAX runs train ("auto"; tiny recipes otherwise skip XLA).
     recognition = tiny_recipe(
         "recognition",

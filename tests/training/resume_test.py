@@ -22,6 +22,7 @@ OVERRIDES = [
     "train.learning_rate=2.0",
     "train.clipnorm=100.0",
     "train.seed=2",
+    "train.jit_compile=true",  # exact resume under XLA (op determinism off)
 ]
 
 # Trains the recipe in RUN_DIR and SIGKILLs itself at a point: "batch E" at
