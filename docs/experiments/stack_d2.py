@@ -1,8 +1,8 @@
 """Which settings let a stack recognizer learn D2: a research script.
 
-Not part of the library; the README's "Recognising Dyck languages" table
-comes from it. Trains `zoo.recognizer` on Mali et al.'s D2 splits with
-Keras's `fit` (Adam, gradients clipped at 15 by value, prefix targets for
+Not part of the library; the table of docs/stack-training.md ("Recognising
+Dyck languages") comes from it. Trains `zoo.recognizer` on Mali et al.'s D2
+splits with Keras's `fit` (Adam, gradients clipped at 15 by value, prefix targets for
 `accept`) and prints after every epoch the losses, the validation split's
 final-step, strict accept-only and strict accuracy, and what the controller
 does on 200 valid positives: the share of steps whose most likely action is
