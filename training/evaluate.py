@@ -97,7 +97,7 @@ def evaluate_dynamic(run_dir, split="test", **settings):
         statistics=statistics,
     )
     result["settings"] = settings
-    if not math.isfinite(result["dynamic"]["cross_entropy"]):
+    if not math.isfinite(result["dynamic"]["perplexity"]):
         raise ValueError(
             f"Dynamic evaluation diverged: the cross-entropy became "
             f"{result['dynamic']['cross_entropy']} at --learning-rate "

@@ -298,8 +298,11 @@ def cross_entropy(outputs, targets, mask=None, *, from_logits=False):
 
 
 def perplexity(cross_entropy_nats):
-    """exp of the per-token cross-entropy in nats."""
-    return math.exp(cross_entropy_nats)
+    """exp of the per-token cross-entropy in nats; `inf` past float's range."""
+    try:
+        return math.exp(cross_entropy_nats)
+    except OverflowError:  # above ~709 nats: a diverged model, not a bug
+        return math.inf
 
 
 def bits_per_character(cross_entropy_nats):

@@ -146,6 +146,7 @@ def test_cross_entropy_perplexity_bpc():
         metrics.cross_entropy(probs, targets)
     )
     assert metrics.perplexity(math.log(10)) == pytest.approx(10)
+    assert metrics.perplexity(2e30) == math.inf  # a diverged model, no OverflowError
     assert metrics.bits_per_character(math.log(2) * 1.5) == pytest.approx(1.5)
 
 
