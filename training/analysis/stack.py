@@ -70,7 +70,7 @@ def pda_actions(ids, language):
     """The action of a correct pushdown automaton on each token of `ids`.
 
     Args:
-        ids: One string's ids in `training.data.recognition`'s layout.
+        ids: One string's ids in `training.data.languages`'s layout.
         language: `"Dn"` (e.g. `"D2"`) or `"palindrome"`.
     """
     if language == "palindrome":

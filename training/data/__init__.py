@@ -2,6 +2,7 @@
 
 Modules:
     dyck: m-bounded Dyck-k generator, framing, splits (Hewitt et al., 2020).
+    languages: the Dyck-n and palindrome languages: alphabets, oracle, prefixes.
     recognition: Dyck-n and palindrome recognition sets (Mali et al., 2020).
     corpora: text corpus loaders (PTB, WikiText, text8, enwik8, Tiny Shakespeare).
     files: locating, verifying (sha256) and downloading the data files.
