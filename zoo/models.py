@@ -13,7 +13,8 @@ stack actions of a recognizer built on a stack cell.
 import keras
 from keras import ops
 
-from zoo.cells.stack import carry_noise_key_on_jax, trace_stack
+from zoo.cells.diffstk_jax import carry_noise_key_on_jax
+from zoo.cells.stack_cell import trace_stack
 from zoo.checks import check_number, check_positive_int
 from zoo.devices import gpu_visible
 from zoo.registry import cell_takes_vocab_size, get_cell_class
@@ -418,7 +419,7 @@ def trace_recognizer(model, ids):
     """Returns the per-step stack actions of a recognizer on a stack cell.
 
     Embeds `ids` `(batch, time)` with the model's embedding and runs
-    `zoo.cells.stack.trace_stack` on its recurrent cell: a dict of
+    `zoo.cells.stack_cell.trace_stack` on its recurrent cell: a dict of
     `"actions"` `(batch, time, num_actions)` (PUSH, POP[, NO-OP]),
     `"stack_top"` `(batch, time, stack_width)` and `"outputs"`. Steps after
     a string's end (padding) are run like any other: read them up to each

@@ -23,7 +23,7 @@ import tensorflow as tf
 import zoo
 from training import recipes
 from training.analysis import stack
-from training.data import recognition
+from training.data import languages
 from training.data.dyck import FIRST_BRACKET_ID
 from training.tasks import make_task
 
@@ -98,7 +98,7 @@ def main():
         options["noise_stddev"] = args.noise
     model = zoo.recognizer(
         args.cell,
-        recognition.vocabulary_size("D2"),
+        languages.vocabulary_size("D2"),
         args.units,
         embedding_dim=args.units,
         **options,

@@ -2,7 +2,7 @@ import pytest
 
 from tests.training.tiny import TEXT, tiny_recipe, train_text_run
 from training import runs
-from training.data import corpora, dyck, recognition
+from training.data import corpora, dyck, files, recognition
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def no_data(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("data were generated or read")
 
-    monkeypatch.delenv(corpora.ENV_VAR, raising=False)
+    monkeypatch.delenv(files.ENV_VAR, raising=False)
     monkeypatch.setattr(dyck, "dyck_splits", refuse)
     monkeypatch.setattr(recognition, "mali_splits", refuse)
     monkeypatch.setattr(corpora, "load_corpus", refuse)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from training import metrics
-from training.data import dyck, recognition
+from training.data import dyck, languages, recognition
 
 
 def _hand_built():
@@ -82,7 +82,7 @@ def test_strict_accuracy_of_an_exact_recogniser_is_one(language):
     accept = np.zeros(arrays.prefix_labels.shape)
     for row, string in enumerate(split.strings):
         for t in range(len(string) + 1):
-            accept[row, t] = recognition.is_member(string[:t], language)
+            accept[row, t] = languages.is_member(string[:t], language)
     # Predict the first legal symbol (END where the prefix is complete).
     rng = np.random.default_rng(0)
     next_symbol = arrays.legal_next + 0.1 * rng.random(arrays.legal_next.shape)

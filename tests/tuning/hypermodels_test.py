@@ -2,9 +2,10 @@ import keras
 import keras_tuner
 import pytest
 
+import zoo.cells.diffstk  # noqa: F401  registers diffstk_*
 import zoo.cells.multi_matrix  # noqa: F401  registers mmrnn, mmlstm
 import zoo.cells.second_order  # noqa: F401  registers second_order_lstm
-import zoo.cells.stack  # noqa: F401  registers stack_rnn, diffstk_*
+import zoo.cells.stack_rnn  # noqa: F401  registers stack_rnn
 from training import recipes
 from training.tasks import make_task
 from tuning.hypermodels import RecurrentHyperModel

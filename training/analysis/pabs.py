@@ -23,6 +23,7 @@ import numpy as np
 from training import plots
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
+from zoo.walk import walk_layers
 
 GATES = ("i", "f", "c", "o")  # Keras's gate order
 
@@ -81,7 +82,7 @@ def transition_matrices(model):
         ValueError: `model` has none of these cells.
     """
     found = []
-    for layer in model._flatten_layers(include_self=False, recursive=True):
+    for layer in walk_layers(model):
         cell = getattr(layer, "cell", None)
         if isinstance(cell, SecondOrderLSTMCell):
             kernel = cell.recurrent_kernel.numpy()

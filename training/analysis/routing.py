@@ -21,13 +21,14 @@ from training import plots
 from training.analysis.pabs import GATES
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
+from zoo.walk import walk_layers
 
 
 def routed_layers(model):
     """The RNN layers of `model` whose cell routes; ValueError if there are none."""
     layers = [
         layer
-        for layer in model._flatten_layers(include_self=False, recursive=True)
+        for layer in walk_layers(model)
         if isinstance(
             getattr(layer, "cell", None),
             (SecondOrderLSTMCell, MultiMatrixRNNCell, MultiMatrixLSTMCell),

@@ -20,7 +20,7 @@ from matplotlib import colors
 import zoo
 from training import plots
 from training.data.dyck import END_ID, FIRST_BRACKET_ID, START_ID
-from zoo.cells.stack import _StackCell
+from zoo.cells.stack_cell import StackCell
 from zoo.layers.stack import NO_OP, POP, PUSH
 
 ACTIONS = ("push", "pop", "no-op")
@@ -32,7 +32,7 @@ def check_stack_recognizer(model):
         cell = model.get_layer("recurrent").cell
     except ValueError:
         cell = None
-    if not isinstance(cell, _StackCell):
+    if not isinstance(cell, StackCell):
         raise ValueError(
             "The stack analysis needs a recognizer on a stack cell (stack_rnn or "
             f"diffstk_*); this model ({model.name}) has none."
@@ -70,7 +70,7 @@ def pda_actions(ids, language):
     """The action of a correct pushdown automaton on each token of `ids`.
 
     Args:
-        ids: One string's ids in `training.data.recognition`'s layout.
+        ids: One string's ids in `training.data.languages`'s layout.
         language: `"Dn"` (e.g. `"D2"`) or `"palindrome"`.
     """
     if language == "palindrome":

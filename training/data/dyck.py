@@ -8,7 +8,7 @@ bracket 1/(2k); at depth m the matching close is forced. An END drawn before the
 minimum length is redrawn; a string that grows over the maximum length is
 rejected whole and sampling starts again.
 
-Token-id layout (shared with `training.data.recognition`)::
+Token-id layout (shared with `training.data.languages`)::
 
     0             PAD_ID    padding (masked everywhere)
     1             START_ID  prepended to every string

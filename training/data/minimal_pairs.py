@@ -18,7 +18,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from training.data.corpora import ENV_VAR, _find_local
+from training.data.files import ENV_VAR, find_local
 
 MARVIN_LINZEN = "marvin_linzen_2018"
 CATEGORIES = {
@@ -104,7 +104,7 @@ def load_marvin_linzen(data_dir=None):
     pairs = []
     for category, suites in CATEGORIES.items():
         for suite in suites:
-            path = _find_local(MARVIN_LINZEN, f"{suite}.json", data_dir)
+            path = find_local(MARVIN_LINZEN, f"{suite}.json", data_dir)
             if path is None:
                 raise FileNotFoundError(
                     f"{MARVIN_LINZEN}/{suite}.json not found; expected the Marvin & "

@@ -19,9 +19,8 @@ Every string is checked by the exact recogniser (`is_member`), so no negative is
 accidentally valid; strings of the training split never occur in the other
 splits.
 
-Token ids follow `training.data.dyck`: 0 PAD, 1 START, 2 END, then for Dyck-n
-the open brackets 3 .. 2+n and close brackets 3+n .. 2+2n; for the palindrome
-language a = 3, b = 4, c = 5.
+The languages themselves (alphabets, token ids, the exact recogniser, prefix
+membership and legal next symbols) are in `training.data.languages`.
 
 Per-step labels (for the hybrid loss of Mali et al.'s eq. 1): after reading
 START and the first j symbols, the label is 1 when the prefix x_1 .. x_j is a
@@ -39,148 +38,23 @@ import dataclasses
 
 import numpy as np
 
-from training.data import dyck
 from training.data.dyck import END_ID, FIRST_BRACKET_ID, PAD_ID, START_ID
-
-LANGUAGES = ("D2", "D3", "D6", "palindrome")
-_PALINDROME_MARKER = FIRST_BRACKET_ID + 2
-
-
-def _bracket_types(language):
-    if language == "palindrome":
-        return None
-    if (
-        isinstance(language, str)
-        and language.startswith("D")
-        and language[1:].isdigit()
-    ):
-        n = int(language[1:])
-        if n >= 1:
-            return n
-    raise ValueError(
-        "language must be 'Dn' (n >= 1, e.g. 'D2') or 'palindrome'; "
-        f"received {language!r}."
-    )
-
-
-def alphabet(language):
-    """Token ids of the language's symbols."""
-    n = _bracket_types(language)
-    if n is None:
-        return list(range(FIRST_BRACKET_ID, FIRST_BRACKET_ID + 3))
-    return list(range(FIRST_BRACKET_ID, FIRST_BRACKET_ID + 2 * n))
-
-
-def vocabulary_size(language):
-    """Number of token ids including PAD, START and END."""
-    return FIRST_BRACKET_ID + len(alphabet(language))
-
-
-def token_names(language):
-    """Names of the ids 0 .. `vocabulary_size(language) - 1`.
-
-    Dyck-n uses Hewitt's spelling (`(a`, `a)`, ...); the palindrome language
-    `a`, `b` and the centre marker `c`.
-    """
-    n = _bracket_types(language)
-    if n is None:
-        return ["<pad>", "START", "END", "a", "b", "c"]
-    return dyck.token_names(n)
-
-
-def prefix_labels(tokens, language):
-    """Membership of every prefix: int32 array of length len(tokens) + 1.
-
-    Entry j is 1 when tokens[:j] is in the language (entry 0 is the empty
-    string). The last entry is the string's own label.
-    """
-    tokens = [int(t) for t in np.asarray(tokens).tolist()]
-    labels = np.zeros(len(tokens) + 1, dtype=np.int32)
-    n = _bracket_types(language)
-    if n is None:
-        marker_at = None
-        for j, token in enumerate(tokens, start=1):
-            if token == _PALINDROME_MARKER:
-                if marker_at is not None:
-                    break  # a second marker: no longer prefix can be valid
-                marker_at = j
-            elif token not in (FIRST_BRACKET_ID, FIRST_BRACKET_ID + 1):
-                break
-            if marker_at is not None and j == 2 * marker_at - 1:
-                prefix = tokens[:j]
-                labels[j] = int(prefix == prefix[::-1])
-        return labels
-    labels[0] = 1
-    stack = []
-    for j, token in enumerate(tokens, start=1):
-        kind = token - FIRST_BRACKET_ID
-        if 0 <= kind < n:
-            stack.append(kind)
-        elif n <= kind < 2 * n and stack and stack[-1] == kind - n:
-            stack.pop()
-        else:
-            break  # an error: every longer prefix is invalid too
-        labels[j] = int(not stack)
-    return labels
-
-
-def is_member(tokens, language):
-    """The exact recogniser (oracle): True if `tokens` is in the language."""
-    return bool(prefix_labels(tokens, language)[-1])
-
-
-def legal_next(tokens, language):
-    """The symbols that may follow every prefix: bool array `(len + 1, vocab)`.
-
-    Row j is the set of token ids x such that `tokens[:j] + [x]` is a prefix
-    of some string of the language, with END (`END_ID`) legal exactly when
-    `tokens[:j]` is itself a complete string. For Dyck-n: any open bracket,
-    the close bracket matching the top of the stack, END on an empty stack;
-    for palindromes w c w^R: a, b or c before the centre, then the mirrored
-    symbol, then END. After the first symbol that no string continues, every
-    row is empty. Lengths are unbounded (a split's length range is ignored).
-    """
-    tokens = [int(t) for t in np.asarray(tokens).tolist()]
-    legal = np.zeros((len(tokens) + 1, vocabulary_size(language)), dtype=bool)
-    n = _bracket_types(language)
-    if n is None:
-        a, b = FIRST_BRACKET_ID, FIRST_BRACKET_ID + 1
-        for j in range(len(tokens) + 1):
-            prefix = tokens[:j]
-            if _PALINDROME_MARKER not in prefix:
-                if any(t not in (a, b) for t in prefix):
-                    break
-                legal[j, [a, b, _PALINDROME_MARKER]] = True
-                continue
-            centre = prefix.index(_PALINDROME_MARKER)
-            after = j - centre - 1  # symbols after the centre
-            mirrored = prefix[centre + 1 :] == prefix[centre - after : centre][::-1]
-            if not mirrored or after > centre:
-                break
-            legal[j, END_ID if after == centre else prefix[centre - after - 1]] = True
-        return legal
-    opens = list(range(FIRST_BRACKET_ID, FIRST_BRACKET_ID + n))
-    stack = []
-    for j in range(len(tokens) + 1):
-        legal[j, opens] = True
-        if stack:
-            legal[j, FIRST_BRACKET_ID + n + stack[-1]] = True
-        else:
-            legal[j, END_ID] = True
-        if j == len(tokens):
-            break
-        kind = tokens[j] - FIRST_BRACKET_ID
-        if 0 <= kind < n:
-            stack.append(kind)
-        elif n <= kind < 2 * n and stack and stack[-1] == kind - n:
-            stack.pop()
-        else:
-            break  # no string continues this prefix
-    return legal
+from training.data.languages import (
+    PALINDROME_MARKER,
+    alphabet,
+    bracket_types,
+    is_member,
+    legal_next,
+    prefix_labels,
+    # training/tasks.py reads token_names and training/recipes.py
+    # vocabulary_size here; until they read them from `languages`.
+    token_names,  # noqa: F401
+    vocabulary_size,
+)
 
 
 def _feasible_lengths(language, min_length, max_length):
-    parity = 1 if _bracket_types(language) is None else 0
+    parity = 1 if bracket_types(language) is None else 0
     lengths = [n for n in range(max(min_length, 0), max_length + 1) if n % 2 == parity]
     if language == "palindrome":
         lengths = [n for n in lengths if n >= 1]
@@ -230,7 +104,7 @@ def _sample_palindrome(rng, lengths):
     length = int(rng.choice(lengths))
     half = rng.integers(FIRST_BRACKET_ID, FIRST_BRACKET_ID + 2, size=length // 2)
     half = half.tolist()
-    return half + [_PALINDROME_MARKER] + half[::-1]
+    return half + [PALINDROME_MARKER] + half[::-1]
 
 
 def sample_positives(
@@ -251,7 +125,7 @@ def sample_positives(
         A list of lists of token ids (no START/END).
     """
     lengths = _feasible_lengths(language, min_length, max_length)
-    n = _bracket_types(language)
+    n = bracket_types(language)
     if n is not None and not (0 < p and p1 >= 0 and p + p1 <= 1):
         raise ValueError(
             f"PCFG needs p > 0, p1 >= 0 and p + p1 <= 1; received p={p}, p1={p1}"
@@ -506,7 +380,7 @@ def mali_splits(language, *, p=0.5, p1=0.25, seed=0, scale=1.0, hard_negatives="
     (`MIXED_TEST`), as many strings as "test", half of length 1 to 55 (none
     in train) and half 56 to 102, each half balanced.
     """
-    _bracket_types(language)
+    bracket_types(language)
     table = MALI_SPLITS["D6" if language == "D6" else "small"]
     streams = np.random.SeedSequence(seed).spawn(len(table))
     splits = {}

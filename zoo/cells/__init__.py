@@ -1,6 +1,13 @@
 """The zoo's recurrent cells; importing this package registers them all."""
 
 from zoo.cells.delta import DeltaRNNCell
+from zoo.cells.diffstk import (
+    DiffStkLSTMCell,
+    DiffStkMIRNNCell,
+    DiffStkMLSTMCell,
+    DiffStkMRNNCell,
+    DiffStkRNNCell,
+)
 from zoo.cells.dyck import DyckRNNCell, dyck_rnn_model, set_designed_weights
 from zoo.cells.minimal import MinGRU, MinGRUCell, MinLSTM, MinLSTMCell
 from zoo.cells.multi_matrix import (
@@ -22,15 +29,8 @@ from zoo.cells.second_order import (
     second_order_cells,
     set_temperature,
 )
-from zoo.cells.stack import (
-    DiffStkLSTMCell,
-    DiffStkMIRNNCell,
-    DiffStkMLSTMCell,
-    DiffStkMRNNCell,
-    DiffStkRNNCell,
-    StackRNNCell,
-    trace_stack,
-)
+from zoo.cells.stack_cell import trace_stack
+from zoo.cells.stack_rnn import StackRNNCell
 
 __all__ = [
     "DeltaRNNCell",

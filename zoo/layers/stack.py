@@ -1,6 +1,6 @@
 """The continuous stack of stack-augmented RNNs (Joulin & Mikolov 2015).
 
-One implementation, shared by every stack cell in `zoo.cells.stack`: the
+One implementation, shared by every stack cell (`zoo.cells.stack_cell`): the
 controller's state `z_t` chooses soft actions `a_t = softmax(A z_t)` over
 PUSH, POP and optionally NO-OP, pushes `sigmoid(D z_t)` and reads the top
 elements back through `P` (Mali et al. 2020, eqs. 5-8).

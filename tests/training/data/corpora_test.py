@@ -1,14 +1,7 @@
-import os
-from pathlib import Path
-
 import pytest
 
-from training.data import corpora, tokenize
-
-SHARED = Path(
-    os.environ.get(corpora.ENV_VAR)
-    or Path(__file__).resolve().parents[3].parent / "shared" / "data"
-)
+from tests.training.data.shared_data import SHARED
+from training.data import corpora, files, tokenize
 
 
 def _needs(folder):
@@ -65,7 +58,7 @@ def test_wikitext2_counts():
 
 def test_tiny_shakespeare_env_var(monkeypatch):
     _needs("tinyshakespeare")
-    monkeypatch.setenv(corpora.ENV_VAR, str(SHARED))
+    monkeypatch.setenv(files.ENV_VAR, str(SHARED))
     corpus = corpora.load_tiny_shakespeare(download=False)
     assert corpus.level == "char" and not corpus.add_eos
     assert len(corpus.train) + len(corpus.valid) + len(corpus.test) == 1_115_394
@@ -152,12 +145,6 @@ def test_bad_files(tmp_path, make, level, error, message):
     assert "\n" not in str(info.value)
 
 
-def test_missing_corpus_without_download(tmp_path, monkeypatch):
-    monkeypatch.delenv(corpora.ENV_VAR, raising=False)
-    with pytest.raises(FileNotFoundError, match=r"ptb/ptb.train.txt not found in .*"):
-        corpora.load_ptb(data_dir=tmp_path, download=False)
-
-
 def test_non_utf8_is_fine_as_bytes(tmp_path):
     corpus = corpora.load_text(_write(tmp_path, "b.bin", b"\xff\xfe" * 50), "byte")
     assert corpus.train[:2] == b"\xff\xfe"
@@ -186,21 +173,3 @@ def test_cut_lines_keeps_the_first_symbols_of_every_line():
     assert corpora.cut_lines("a b c d\ne f\n", 3, "word") == "a b c\ne f\n"
     assert corpora.cut_lines("abcdef\nxy", 4, "char") == "abcd\nxy"
     assert corpora.cut_lines(b"abcdef\nxy", 2, "byte") == b"ab\nxy"
-
-
-def test_local_files_are_checked_against_known_hashes(tmp_path, monkeypatch):
-    folder = tmp_path / "ptb"
-    folder.mkdir()
-    for split in ("train", "valid", "test"):
-        (folder / f"ptb.{split}.txt").write_text(" the cat sat \n")
-    monkeypatch.delenv(corpora.ACCEPT_MODIFIED_VAR, raising=False)
-    with pytest.raises(ValueError, match=r"ptb.train.txt: sha256 differs.*=1 to use"):
-        corpora.load_ptb("word", data_dir=tmp_path, download=False)
-    monkeypatch.setenv(corpora.ACCEPT_MODIFIED_VAR, "1")
-    assert corpora.load_ptb("word", data_dir=tmp_path, download=False).train
-
-
-@pytest.mark.skipif(not (SHARED / "ptb").is_dir(), reason="no PTB copy")
-def test_the_canonical_files_match_their_hashes():
-    for name in ("ptb.valid.txt", "ptb.char.valid.txt"):
-        corpora.check_local("ptb", name, SHARED / "ptb" / name)

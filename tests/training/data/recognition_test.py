@@ -1,48 +1,7 @@
 import numpy as np
 import pytest
 
-from training.data import recognition
-from training.data.dyck import END_ID
-
-
-def test_alphabets_follow_the_dyck_layout():
-    assert recognition.alphabet("D2") == [3, 4, 5, 6]
-    assert recognition.alphabet("D6") == list(range(3, 15))
-    assert recognition.alphabet("palindrome") == [3, 4, 5]
-    assert recognition.vocabulary_size("D3") == 9
-    assert recognition.token_names("palindrome") == [
-        "<pad>",
-        "START",
-        "END",
-        "a",
-        "b",
-        "c",
-    ]
-    assert recognition.token_names("D2")[3:] == ["(a", "(b", "a)", "b)"]
-    for language in ("D2", "D6", "palindrome"):
-        assert len(recognition.token_names(language)) == recognition.vocabulary_size(
-            language
-        )
-
-
-def test_oracle_and_prefix_labels():
-    # D2: ( [ ] ) ( )   with ( = 3, [ = 4, ) = 5, ] = 6
-    np.testing.assert_array_equal(
-        recognition.prefix_labels([3, 4, 6, 5, 3, 5], "D2"), [1, 0, 0, 0, 1, 0, 1]
-    )
-    # An error stays an error: ( ] ( ) never becomes valid.
-    np.testing.assert_array_equal(
-        recognition.prefix_labels([3, 6, 3, 5], "D2"), [1, 0, 0, 0, 0]
-    )
-    # Palindrome a b c b a with a = 3, b = 4, c = 5.
-    np.testing.assert_array_equal(
-        recognition.prefix_labels([3, 4, 5, 4, 3], "palindrome"), [0, 0, 0, 0, 0, 1]
-    )
-    np.testing.assert_array_equal(
-        recognition.prefix_labels([5, 3, 5], "palindrome"), [0, 1, 0, 0]
-    )
-    assert not recognition.is_member([3, 5, 4, 3], "palindrome")
-    assert recognition.is_member([], "D3")
+from training.data import languages, recognition
 
 
 @pytest.mark.parametrize("language", ["D2", "D3", "D6", "palindrome"])
@@ -50,7 +9,7 @@ def test_split_labels_agree_with_the_oracle(language):
     split = recognition.make_split(language, 400, 6, 40, seed=0, hard_fraction=0.25)
     assert len(split) == 400 and split.labels.sum() == 200
     for string, label in zip(split.strings, split.labels, strict=True):
-        assert recognition.is_member(string, language) == bool(label)
+        assert languages.is_member(string, language) == bool(label)
         assert 6 <= len(string) <= 40
     assert split.is_hard.sum() == 50
     assert not split.is_hard[split.labels == 1].any()
@@ -64,7 +23,7 @@ def test_hard_negatives_swap_symbols_of_a_positive(language):
     hard = [s for s, h in zip(split.strings, split.is_hard, strict=True) if h]
     assert len(hard) == 60
     for string in hard:
-        assert not recognition.is_member(string, language)
+        assert not languages.is_member(string, language)
         assert tuple(sorted(string)) in sources
     hard_fraction_default = recognition.make_split("D2", 1000, 2, 30, seed=2).is_hard
     assert 0.15 * 500 - 1 <= hard_fraction_default.sum() <= 0.30 * 500 + 1
@@ -77,42 +36,10 @@ def test_edit_negatives_change_lengths():
     positives = [s for s, y in zip(split.strings, split.labels, strict=True) if y]
     hard = [s for s, h in zip(split.strings, split.is_hard, strict=True) if h]
     for string in hard:
-        assert not recognition.is_member(string, "D2")
+        assert not languages.is_member(string, "D2")
         # 1 to 3 edits change the length by at most 3.
         assert min(abs(len(string) - len(p)) for p in positives) <= 3
     assert sum(len(s) % 2 for s in hard) > 10  # odd: an insertion or deletion
-
-
-def all_strings(language, max_length):
-    """Every string of the language up to `max_length` symbols, by brute force."""
-    symbols = recognition.alphabet(language)
-    strings, frontier = [], [[]]
-    for _ in range(max_length + 1):
-        strings += [s for s in frontier if recognition.is_member(s, language)]
-        frontier = [s + [x] for s in frontier for x in symbols]
-    return strings
-
-
-@pytest.mark.parametrize("language, max_length", [("D2", 8), ("palindrome", 9)])
-def test_legal_next_agrees_with_brute_force(language, max_length):
-    # x may follow p iff some string of the language starts with p + [x]
-    # (END: p itself is one). Prefixes up to 3 symbols: every continuation
-    # needs at most 8 (D2) or 9 (palindrome) symbols in all.
-    strings = all_strings(language, max_length)
-    follows = {}
-    for string in strings:
-        for j in range(len(string) + 1):
-            after = string[j] if j < len(string) else END_ID
-            follows.setdefault(tuple(string[:j]), set()).add(after)
-    symbols = recognition.alphabet(language)
-    prefixes = [[]] + [[a] for a in symbols]
-    prefixes += [p + [b] for p in prefixes if p for b in symbols]
-    prefixes += [p + [c] for p in prefixes if len(p) == 2 for c in symbols]
-    for prefix in prefixes:
-        legal = recognition.legal_next(prefix, language)[-1]
-        assert set(np.flatnonzero(legal)) == follows.get(tuple(prefix), set()), prefix
-    row = recognition.legal_next([3, 6, 3], "D2")  # ( ] (: no string continues
-    assert row[0].any() and row[1].any() and not row[2:].any()
 
 
 def test_pcfg_branching():

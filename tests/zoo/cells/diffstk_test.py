@@ -3,22 +3,27 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import zoo
 from tests.zoo.cells.cell_contract import BATCH, FEATURES, TIME, CellContract
-from tests.zoo.cells.reference import random_inputs, sigmoid
-from zoo.cells.stack import (
+from tests.zoo.cells.reference import random_inputs, sigmoid, softmax
+from tests.zoo.cells.stack_reference import (
+    DEPTH,
+    EMPTY,
+    UNITS,
+    WIDTH,
+    numpy_stack_step,
+    numpy_weights,
+    run_layer,
+)
+from zoo.cells.diffstk import (
     DiffStkCell,
     DiffStkLSTMCell,
     DiffStkMIRNNCell,
     DiffStkMLSTMCell,
     DiffStkMRNNCell,
     DiffStkRNNCell,
-    StackRNNCell,
-    trace_stack,
 )
+from zoo.cells.stack_cell import trace_stack
 
-UNITS, DEPTH, WIDTH = 6, 8, 2
-EMPTY = -1.0
 DIFFSTK_CELLS = [
     DiffStkRNNCell,
     DiffStkLSTMCell,
@@ -28,61 +33,8 @@ DIFFSTK_CELLS = [
 ]
 
 
-def softmax(x):
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
 def f1(x, scale=1.7159):
     return scale * np.tanh(2.0 / 3.0 * x)  # eq. 2
-
-
-def run_layer(cell, x, **kwargs):
-    layer = keras.layers.RNN(cell, return_sequences=True)
-    return np.asarray(layer(x.astype("float32"), **kwargs))
-
-
-def numpy_weights(layer):
-    return {w.name: np.asarray(w.numpy(), "float64") for w in layer.weights}
-
-
-def numpy_stack_step(stack, actions, pushed):
-    """Eqs. 7-8 depth by depth, NO-OP kept at every depth; stack [b, depth, w]."""
-    push, pop = actions[:, 0, None], actions[:, 1, None]
-    noop = actions[:, 2, None] if actions.shape[1] == 3 else 0.0
-    below = np.concatenate([stack, np.full_like(stack[:, :1], EMPTY)], axis=1)
-    new = np.empty_like(stack)
-    new[:, 0] = push * pushed + pop * stack[:, 1] + noop * stack[:, 0]
-    for i in range(1, stack.shape[1]):
-        new[:, i] = push * stack[:, i - 1] + pop * below[:, i + 1] + noop * stack[:, i]
-    return new
-
-
-def test_stack_rnn_matches_reference():
-    keras.utils.set_random_seed(0)
-    cell = StackRNNCell(
-        UNITS,
-        stack_depth=DEPTH,
-        stack_width=WIDTH,
-        read_depth=2,
-        bias_initializer="random_normal",
-    )
-    x = random_inputs()
-    output = run_layer(cell, x)
-    w = numpy_weights(cell)
-    s = numpy_weights(cell.stack)
-    h = np.zeros((BATCH, UNITS))
-    stack = np.full((BATCH, DEPTH, WIDTH), EMPTY)
-    for t in range(TIME):
-        read = stack[:, :2].reshape(BATCH, -1) @ s["read_kernel"]
-        h = sigmoid(
-            x[:, t] @ w["kernel"] + h @ w["recurrent_kernel"] + read + w["bias"]
-        )
-        actions = softmax(h @ s["action_kernel"] + s["action_bias"])
-        pushed = sigmoid(h @ s["push_kernel"] + s["push_bias"])
-        stack = numpy_stack_step(stack, actions, pushed)
-        np.testing.assert_allclose(output[:, t], h, atol=1e-5)
-    assert actions.shape == (BATCH, 2)  # PUSH and POP only by default
 
 
 def rnn_step(w, x, z, cells):
@@ -221,17 +173,6 @@ def test_noise_is_present_in_training_and_absent_in_inference():
     assert 0.0 < deviation < 1.0
 
 
-def test_a_diffstk_layer_stays_a_keras_rnn_on_every_backend():
-    # Keras names saved layers by class: another class would make every
-    # earlier run's .keras file unreadable. Its JAX loop (state noise) is
-    # tested in tests/training/backends_test.py.
-    layer = zoo.recurrent_layer("diffstk_rnn", 4, noise_stddev=0.1)
-    assert type(layer) is keras.layers.RNN
-    x = random_inputs()
-    first, second = (np.asarray(layer(x, training=True)) for _ in range(2))
-    assert not np.allclose(first, second)
-
-
 def run_steps(cell, x):
     if not cell.built:
         cell.build((None, FEATURES))
@@ -338,120 +279,10 @@ def test_a_subclass_builds_its_controller_after_the_base():
     assert output.shape == (BATCH, TIME, UNITS) and output.min() >= 0.0
 
 
-@pytest.mark.parametrize("cell_class", [StackRNNCell, *DIFFSTK_CELLS])
-def test_gradients_reach_the_stack_weights(cell_class):
-    keras.utils.set_random_seed(0)
-    cell = cell_class(UNITS, stack_depth=DEPTH)
-    layer = keras.layers.RNN(cell, return_sequences=True)
-    x = random_inputs().astype("float32")
-    layer(x)
-    stack = cell.stack
-    weights = [stack.action_kernel, stack.push_kernel, stack.read_kernel]
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(tf.square(layer(x)))
-    for weight, gradient in zip(weights, tape.gradient(loss, weights), strict=True):
-        assert gradient is not None, weight.path
-        assert np.abs(np.asarray(gradient)).max() > 1e-6, weight.path
-
-
-def test_trace_stack_returns_actions_and_tops():
-    keras.utils.set_random_seed(0)
-    cell = DiffStkRNNCell(UNITS, stack_depth=DEPTH, stack_width=WIDTH)
-    x = random_inputs().astype("float32")
-    layer = keras.layers.RNN(cell, return_sequences=True, return_state=True)
-    outputs, _, stack, _ = layer(x)
-    trace = trace_stack(cell, x)
-    assert trace["actions"].shape == (BATCH, TIME, 3)
-    np.testing.assert_allclose(np.sum(trace["actions"], -1), 1.0, atol=1e-6)
-    np.testing.assert_allclose(trace["outputs"], outputs, atol=1e-6)
-    top = np.asarray(stack)[:, :WIDTH] + EMPTY
-    np.testing.assert_allclose(trace["stack_top"][:, -1], top, atol=1e-6)
-    with pytest.raises(ValueError, match="`cell` must be a stack cell"):
-        trace_stack(keras.layers.LSTMCell(4), x)
-
-
-def dyck2(length, rng):
-    """A uniformly random balanced Dyck-2 string of `length` symbols (0-3)."""
-    symbols, stack = [], []
-    while len(symbols) < length:
-        remaining = length - len(symbols)
-        if stack and (remaining == len(stack) or rng.random() < 0.5):
-            symbols.append(stack.pop() + 1)  # ")" = 1, "]" = 3
-        else:
-            symbols.append(2 * rng.integers(2))  # "(" = 0, "[" = 2
-            stack.append(symbols[-1])
-    return symbols
-
-
-def is_dyck2(symbols):
-    stack = []
-    for s in symbols:
-        if s % 2 == 0:
-            stack.append(s)
-        elif not stack or stack.pop() != s - 1:
-            return False
-    return not stack
-
-
-def hand_set_dyck2_cell():
-    """A StackRNN that pushes on open brackets and pops on close brackets.
-
-    Units: open, round open, ")" on a top that is not "(", "]" on a "(",
-    "]" on the empty stack, and a latch of the three error units. "(" pushes
-    ~1, "[" pushes ~0, the empty value is -1.
-    """
-    k = 20.0
-    cell = StackRNNCell(6, stack_depth=64)
-    cell.build((None, 4))
-    kernel = np.zeros((4, 6))
-    kernel[[0, 2], 0] = k  # open
-    kernel[0, 1] = k  # round open
-    kernel[1, 2] = 2 * k  # ")"
-    kernel[3, [3, 4]] = k  # "]"
-    recurrent = np.zeros((6, 6))
-    recurrent[2:, 5] = k  # error latch
-    bias = np.array([-k / 2, -k / 2, -1.5 * k, -1.5 * k, -1.5 * k, -k / 2])
-    read = np.array([[0.0, 0.0, -k, k, -k, 0.0]])  # top of the stack
-    action = np.zeros((6, 2))
-    action[0] = [2 * k, -2 * k]
-    cell.set_weights(
-        [kernel, recurrent, bias, action, np.array([[0, 10, 0, 0, 0, 0]]).T, read]
-        + [np.array([-k, k]), np.array([-5.0])]
-    )
-    return cell
-
-
-def test_hand_set_stack_rnn_recognises_long_dyck2():
-    rng = np.random.default_rng(0)
-    positives = [dyck2(100, rng) for _ in range(16)]
-    negatives = []
-    for string in positives:
-        corrupted = list(string)
-        corrupted[rng.integers(100)] ^= 2  # swap the bracket type
-        negatives.append(corrupted)
-    negatives.append([0, 2] * 25 + [3, 1] * 24 + [1, 1])  # "]" on "("... unbalanced
-    negatives.append([0] * 50 + [1] * 49 + [2])  # ends open
-    negatives.append([1] + [0, 1] * 49 + [0])  # pops the empty stack
-    strings = np.asarray(positives + negatives)
-    labels = np.asarray([is_dyck2(s) for s in strings])
-    assert labels[:16].all() and not labels[16:].any()
-    cell = hand_set_dyck2_cell()
-    one_hot = np.eye(4, dtype="float32")[strings]
-    layer = keras.layers.RNN(cell, return_state=True)
-    h, _, stack = (np.asarray(t) for t in layer(one_hot))
-    error = h[:, 2:].max(-1) > 0.5
-    empty = np.asarray(cell.stack.top(stack))[:, 0] < -0.5
-    np.testing.assert_array_equal(~error & empty, labels)
-
-
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: StackRNNCell(0), "`units` must be a positive integer"),
-        (lambda: StackRNNCell(4, stack_depth=0), "`depth`"),
-        (lambda: StackRNNCell(4, stack_width=2.0), "`width`"),
         (lambda: DiffStkLSTMCell(4, read_depth=0), "`read_depth`"),
-        (lambda: StackRNNCell(4, stack_depth=2, read_depth=3), "at most"),
         (lambda: DiffStkRNNCell(4, empty_value="-1"), "`empty_value`"),
         (lambda: DiffStkRNNCell(4, activation_scale=0.0), "`activation_scale`"),
         (lambda: DiffStkRNNCell(4, noise_stddev=-0.1), "`noise_stddev`"),
@@ -471,11 +302,6 @@ def test_without_carry_forward_two_actions_are_allowed():
     cell = DiffStkRNNCell(4, use_noop=False, carry_forward=False, stack_depth=4)
     trace = trace_stack(cell, random_inputs().astype("float32"))
     assert trace["actions"].shape == (BATCH, TIME, 2)
-
-
-class TestStackRNNContract(CellContract):
-    def make_cell(self):
-        return StackRNNCell(UNITS, stack_depth=DEPTH, read_depth=2, use_noop=True)
 
 
 class TestDiffStkRNNContract(CellContract):

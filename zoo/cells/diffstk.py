@@ -1,16 +1,12 @@
-"""Stack-augmented recurrent cells: StackRNN and the DiffStk family.
+"""The DiffStk cells of Mali et al. (2020, section 3): a controller with a stack.
 
-`StackRNNCell` is Joulin & Mikolov's (2015) StackRNN. The DiffStk cells of
-Mali et al. (2020, section 3) wrap a controller cell (an RNN, LSTM, mRNN,
-mLSTM or MI-RNN, each the zoo's or Keras's own cell) with the same
-stack and options: the read term added to the previous state, the scaled
-tanh `f1`, Gaussian state noise during training and the carry-forward update
-on repeated NO-OPs. Every cell uses the one `DifferentiableStack` of
-`zoo.layers.stack`; its state is flat, `[h, (c,) stack]` for the StackRNN and
-`[z, (c,) stack, no-op counter]` for the DiffStk cells.
-
-`trace_stack` runs a built cell over a sequence and returns its per-step
-action probabilities and stack tops, for inspecting a trained model.
+Each DiffStk cell wraps a controller cell (an RNN, LSTM, mRNN, mLSTM or
+MI-RNN, each the zoo's or Keras's own cell) with the same stack and options:
+the read term added to the previous state, the scaled tanh `f1`, Gaussian
+state noise during training and the carry-forward update on repeated NO-OPs.
+The stack is the `DifferentiableStack` of `zoo.layers.stack`, held by the
+base `zoo.cells.stack_cell.StackCell`; the state is flat, `[z, (c,) stack,
+no-op counter]`.
 """
 
 import functools
@@ -18,11 +14,11 @@ import functools
 import keras
 from keras import ops
 
-from zoo.cells.base import ZooCell
 from zoo.cells.multiplicative import MultiplicativeLSTMCell, MultiplicativeRNNCell
 from zoo.cells.multiplicative_integration import MIRNNCell
+from zoo.cells.stack_cell import StackCell
 from zoo.checks import check_choice, check_number
-from zoo.layers.stack import NO_OP, DifferentiableStack
+from zoo.layers.stack import NO_OP
 from zoo.registry import register_cell
 
 LECUN_TANH_SCALE = 1.7159
@@ -31,155 +27,6 @@ LECUN_TANH_SCALE = 1.7159
 def scaled_tanh(x, scale=LECUN_TANH_SCALE):
     """Returns `f1(x) = scale * tanh(2/3 x)` (Mali et al. eq. 2; LeCun et al.)."""
     return scale * ops.tanh(x * (2.0 / 3.0))
-
-
-class _StackCell(ZooCell):
-    """Holds the `DifferentiableStack` and its options; see the subclasses."""
-
-    def __init__(
-        self,
-        units,
-        stack_depth=64,
-        stack_width=1,
-        read_depth=1,
-        use_noop=True,
-        empty_value=-1.0,
-        **kwargs,
-    ):
-        super().__init__(units, **kwargs)
-        # The stack checks its own arguments (one place for those checks).
-        self.stack = DifferentiableStack(
-            units,
-            depth=stack_depth,
-            width=stack_width,
-            read_depth=read_depth,
-            use_noop=use_noop,
-            empty_value=empty_value,
-            kernel_initializer=self.kernel_initializer,
-            bias_initializer=self.bias_initializer,
-            name="stack",
-        )
-        self.stack_depth = stack_depth
-        self.stack_width = stack_width
-        self.read_depth = read_depth
-        self.use_noop = use_noop
-        self.empty_value = empty_value
-
-    def step(self, inputs, states, training=False):
-        """Returns `(output, new_states, actions)` for one step."""
-        raise NotImplementedError
-
-    def call(self, inputs, states, training=False):
-        output, new_states, _ = self.step(inputs, states, training=training)
-        return output, new_states
-
-    def stack_state(self, states):
-        """Returns the flat stack in `states`."""
-        raise NotImplementedError
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "stack_depth": self.stack_depth,
-                "stack_width": self.stack_width,
-                "read_depth": self.read_depth,
-                "use_noop": self.use_noop,
-                "empty_value": self.empty_value,
-            }
-        )
-        return config
-
-
-@register_cell("stack_rnn")
-class StackRNNCell(_StackCell):
-    """Joulin & Mikolov's (2015) stack-augmented RNN (StackRNN) cell.
-
-    Implements section 3.1 of Joulin & Mikolov (Mali et al. 2020, eqs. 4,
-    6-8), with biases:
-
-        h_t = sigmoid(U x_t + R h_{t-1} + P S_{t-1}[0:read_depth] + b)
-        a_t = softmax(A h_t + b_A)                  (PUSH, POP[, NO-OP])
-        S_t = stack update of eqs. 7-8, pushing sigmoid(D h_t + b_D)
-
-    The controller reads the top `read_depth` elements (the paper's `k`) of
-    the stack before this step's update; the stack is
-    `zoo.layers.stack.DifferentiableStack` (empty value -1 as in the paper).
-    The state is `[h, stack]`, the stack flat with `stack_depth *
-    stack_width` entries.
-
-    Args:
-        units: Positive integer, dimensionality of `h_t`.
-        stack_depth: Positive integer, number of stack elements. Default: 64.
-        stack_width: Positive integer, entries per element. Default: 1.
-        read_depth: Positive integer, number of top elements read through
-            `P`. Default: 1.
-        use_noop: Whether the actions include NO-OP. Default: `False`
-            (the paper's main model has PUSH and POP).
-        empty_value: Value of an empty element. Default: -1.0.
-        activation: Activation of `h_t`. Default: `"sigmoid"`.
-        use_bias: Whether to add `b`. Default: `True`.
-        kernel_initializer: Initializer of `U`, `A`, `D` and `P`.
-        recurrent_initializer: Initializer of `R`.
-        bias_initializer: Initializer of `b`, `b_A` and `b_D`.
-
-    Example:
-
-    >>> cell = StackRNNCell(32, stack_depth=16)
-    >>> keras.layers.RNN(cell)(np.zeros((3, 5, 4), "float32")).shape
-    (3, 32)
-    """
-
-    def __init__(
-        self, units, use_noop=False, activation="sigmoid", use_bias=True, **kwargs
-    ):
-        super().__init__(units, use_noop=use_noop, **kwargs)
-        self.activation = keras.activations.get(activation)
-        self.use_bias = use_bias
-        self.state_size = [units, self.stack.state_size]
-
-    def build(self, input_shape):
-        input_dim = self.input_dim(input_shape)
-        self.kernel = self.add_weight(
-            shape=(input_dim, self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.recurrent_kernel = self.add_weight(
-            shape=(self.units, self.units),
-            initializer=self.recurrent_initializer,
-            name="recurrent_kernel",
-        )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(self.units,), initializer=self.bias_initializer, name="bias"
-            )
-        self.stack.build((None, self.units))
-
-    def step(self, inputs, states, training=False):
-        h_prev, stack = states
-        z = ops.matmul(inputs, self.kernel) + ops.matmul(h_prev, self.recurrent_kernel)
-        z = z + self.stack.read(stack)  # [batch, units]
-        if self.bias is not None:
-            z = z + self.bias
-        h = self.activation(z)
-        actions = self.stack.actions(h)  # [batch, num_actions]
-        stack = self.stack.update(stack, actions, h)  # [batch, depth * width]
-        return h, [h, stack], actions
-
-    def stack_state(self, states):
-        return states[1]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "activation": keras.activations.serialize(self.activation),
-                "use_bias": self.use_bias,
-            }
-        )
-        return config
 
 
 CARRY_FORWARD_MODES = ("soft", "hard")
@@ -199,7 +46,7 @@ def carry_forward_mode(carry_forward):
     return carry_forward
 
 
-class DiffStkCell(_StackCell):
+class DiffStkCell(StackCell):
     """Base class of the DiffStk cells: a controller cell with a stack.
 
     A subclass creates its controller in its own `__init__`, after
@@ -238,7 +85,7 @@ class DiffStkCell(_StackCell):
         self.carry_sharpness = carry_sharpness
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
-        # Set for one step of the loop on JAX (`carry_noise_key_on_jax`).
+        # Set for one step of the loop on JAX (`diffstk_jax.carry_noise_key_on_jax`).
         self.step_key = None
         self.f1 = functools.partial(scaled_tanh, scale=activation_scale)
         self.controller = None
@@ -346,61 +193,6 @@ class DiffStkCell(_StackCell):
             }
         )
         return config
-
-
-def carry_noise_key_on_jax(layer):
-    """Lets a `keras.layers.RNN` of a DiffStk cell train with state noise on JAX.
-
-    Keras's JAX loop (`lax.scan`) cannot advance a seed generator inside the
-    loop (the new seed would leak out of the traced step), so a cell that
-    draws noise at every step fails to train there (Keras 3.15). On JAX this
-    gives `layer` (of a `DiffStkCell`) a loop that, while training a cell
-    with noise, draws one key from the cell's seed generator per call
-    (outside the loop), carries a step counter beside the cell's states and
-    hands the cell `fold_in(key, step)` at each step (`step_key`). The layer
-    stays a `keras.layers.RNN`: Keras names saved layers by class, so its
-    `.keras` files are those of every run before (and a model loaded with
-    `keras.models.load_model` on JAX predicts, but does not train with
-    noise). Anywhere but JAX, or without noise, `layer` is unchanged.
-    """
-    if keras.backend.backend() == "jax" and isinstance(layer.cell, DiffStkCell):
-        layer.inner_loop = functools.partial(_noise_key_inner_loop, layer)
-    return layer
-
-
-def _noise_key_inner_loop(layer, sequences, initial_state, mask, training=False):
-    cell = layer.cell
-    if not (training and cell.has_noise):
-        return keras.layers.RNN.inner_loop(
-            layer, sequences, initial_state, mask, training
-        )
-    import jax
-
-    key = cell.seed_generator.next()  # one draw per call, outside the loop
-    steps = ops.zeros((ops.shape(sequences)[0], 1), "int32")  # beside the states
-
-    def step(inputs, states):
-        *states, count = states
-        cell.step_key = jax.random.fold_in(key, ops.max(count))
-        try:
-            output, new_states = cell(inputs, states, training=training)
-        finally:
-            cell.step_key = None
-        return output, [*keras.tree.flatten(new_states), count + 1]
-
-    # What keras.layers.RNN.inner_loop calls, with the counter in the carry.
-    last_output, outputs, states = keras.src.backend.rnn(
-        step,
-        sequences,
-        [*initial_state, steps],
-        go_backwards=layer.go_backwards,
-        mask=mask,
-        unroll=layer.unroll,
-        input_length=sequences.shape[1],
-        zero_output_for_mask=layer.zero_output_for_mask,
-        return_all_outputs=layer.return_sequences,
-    )
-    return last_output, outputs, states[:-1]
 
 
 @register_cell("diffstk_rnn")
@@ -663,62 +455,3 @@ class DiffStkMIRNNCell(DiffStkCell):
     def __init__(self, units, **kwargs):
         super().__init__(units, **kwargs)
         self.set_controller(MIRNNCell(**self.controller_options()))
-
-
-def trace_stack(cell, inputs, initial_state=None, training=False):
-    """Runs a stack cell over `inputs` and returns what it did at each step.
-
-    For inspecting a (trained) stack cell: steps the cell in a Python loop
-    and collects, for every step, the action probabilities (PUSH, POP[,
-    NO-OP], in the order of `zoo.layers.stack`) and the top of the stack
-    after the step's update.
-
-    Args:
-        cell: A `StackRNNCell` or DiffStk cell (built or not).
-        inputs: Float sequences `(batch, time, features)`, the cell's inputs
-            (for a recognizer, the embedded tokens: see
-            `zoo.trace_recognizer`).
-        initial_state: The cell's states; default: the zero (empty) state.
-        training: Passed to the cell (state noise). Default: `False`.
-
-    Returns:
-        A dict of tensors: `"actions"` `(batch, time, num_actions)`,
-        `"stack_top"` `(batch, time, stack_width)` and `"outputs"`
-        `(batch, time, units)`.
-
-    Example:
-
-    >>> trace = trace_stack(StackRNNCell(8, stack_depth=16), np.ones((3, 5, 4)))
-    >>> trace["actions"].shape, trace["stack_top"].shape
-    ((3, 5, 2), (3, 5, 1))
-    """
-    if not isinstance(cell, _StackCell):
-        raise ValueError(
-            "`cell` must be a stack cell (StackRNNCell or a DiffStk cell); "
-            f"received {type(cell).__name__}."
-        )
-    inputs = ops.convert_to_tensor(inputs, dtype=cell.compute_dtype)
-    if len(inputs.shape) != 3:
-        raise ValueError(
-            "`inputs` must have shape (batch, time, features); received "
-            f"shape {tuple(inputs.shape)}."
-        )
-    if not cell.built:
-        cell.build((None, inputs.shape[-1]))
-    batch = ops.shape(inputs)[0]
-    states = initial_state
-    if states is None:
-        states = [
-            ops.zeros((batch, size), cell.compute_dtype) for size in cell.state_size
-        ]
-    actions, tops, outputs = [], [], []
-    for t in range(inputs.shape[1]):
-        output, states, step_actions = cell.step(inputs[:, t], states, training)
-        actions.append(step_actions)
-        tops.append(cell.stack.top(cell.stack_state(states)))
-        outputs.append(output)
-    return {
-        "actions": ops.stack(actions, axis=1),
-        "stack_top": ops.stack(tops, axis=1),
-        "outputs": ops.stack(outputs, axis=1),
-    }

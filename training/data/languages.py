@@ -1,0 +1,157 @@
+"""The recognition languages: Dyck-n and palindromes (Mali et al., 2020).
+
+For each language (`"Dn"`, e.g. `"D2"`, or `"palindrome"`, the strings
+w c w^R over {a, b} with the centre marker c): its alphabet and token names,
+the exact recogniser (`is_member`), the membership of every prefix
+(`prefix_labels`) and the symbols that may follow every prefix
+(`legal_next`). The sets sampled from them are `training.data.recognition`'s.
+
+Token ids follow `training.data.dyck`: 0 PAD, 1 START, 2 END, then for Dyck-n
+the open brackets 3 .. 2+n and close brackets 3+n .. 2+2n; for the palindrome
+language a = 3, b = 4, c = 5.
+"""
+
+import numpy as np
+
+from training.data import dyck
+from training.data.dyck import END_ID, FIRST_BRACKET_ID
+
+LANGUAGES = ("D2", "D3", "D6", "palindrome")
+PALINDROME_MARKER = FIRST_BRACKET_ID + 2
+
+
+def bracket_types(language):
+    """The number n of bracket types of `"Dn"`; `None` for `"palindrome"`.
+
+    Any other name is a one-line `ValueError`.
+    """
+    if language == "palindrome":
+        return None
+    if (
+        isinstance(language, str)
+        and language.startswith("D")
+        and language[1:].isdigit()
+    ):
+        n = int(language[1:])
+        if n >= 1:
+            return n
+    raise ValueError(
+        "language must be 'Dn' (n >= 1, e.g. 'D2') or 'palindrome'; "
+        f"received {language!r}."
+    )
+
+
+def alphabet(language):
+    """Token ids of the language's symbols."""
+    n = bracket_types(language)
+    if n is None:
+        return list(range(FIRST_BRACKET_ID, FIRST_BRACKET_ID + 3))
+    return list(range(FIRST_BRACKET_ID, FIRST_BRACKET_ID + 2 * n))
+
+
+def vocabulary_size(language):
+    """Number of token ids including PAD, START and END."""
+    return FIRST_BRACKET_ID + len(alphabet(language))
+
+
+def token_names(language):
+    """Names of the ids 0 .. `vocabulary_size(language) - 1`.
+
+    Dyck-n uses Hewitt's spelling (`(a`, `a)`, ...); the palindrome language
+    `a`, `b` and the centre marker `c`.
+    """
+    n = bracket_types(language)
+    if n is None:
+        return ["<pad>", "START", "END", "a", "b", "c"]
+    return dyck.token_names(n)
+
+
+def prefix_labels(tokens, language):
+    """Membership of every prefix: int32 array of length len(tokens) + 1.
+
+    Entry j is 1 when tokens[:j] is in the language (entry 0 is the empty
+    string). The last entry is the string's own label.
+    """
+    tokens = [int(t) for t in np.asarray(tokens).tolist()]
+    labels = np.zeros(len(tokens) + 1, dtype=np.int32)
+    n = bracket_types(language)
+    if n is None:
+        marker_at = None
+        for j, token in enumerate(tokens, start=1):
+            if token == PALINDROME_MARKER:
+                if marker_at is not None:
+                    break  # a second marker: no longer prefix can be valid
+                marker_at = j
+            elif token not in (FIRST_BRACKET_ID, FIRST_BRACKET_ID + 1):
+                break
+            if marker_at is not None and j == 2 * marker_at - 1:
+                prefix = tokens[:j]
+                labels[j] = int(prefix == prefix[::-1])
+        return labels
+    labels[0] = 1
+    stack = []
+    for j, token in enumerate(tokens, start=1):
+        kind = token - FIRST_BRACKET_ID
+        if 0 <= kind < n:
+            stack.append(kind)
+        elif n <= kind < 2 * n and stack and stack[-1] == kind - n:
+            stack.pop()
+        else:
+            break  # an error: every longer prefix is invalid too
+        labels[j] = int(not stack)
+    return labels
+
+
+def is_member(tokens, language):
+    """The exact recogniser (oracle): True if `tokens` is in the language."""
+    return bool(prefix_labels(tokens, language)[-1])
+
+
+def legal_next(tokens, language):
+    """The symbols that may follow every prefix: bool array `(len + 1, vocab)`.
+
+    Row j is the set of token ids x such that `tokens[:j] + [x]` is a prefix
+    of some string of the language, with END (`END_ID`) legal exactly when
+    `tokens[:j]` is itself a complete string. For Dyck-n: any open bracket,
+    the close bracket matching the top of the stack, END on an empty stack;
+    for palindromes w c w^R: a, b or c before the centre, then the mirrored
+    symbol, then END. After the first symbol that no string continues, every
+    row is empty. Lengths are unbounded (a split's length range is ignored).
+    """
+    tokens = [int(t) for t in np.asarray(tokens).tolist()]
+    legal = np.zeros((len(tokens) + 1, vocabulary_size(language)), dtype=bool)
+    n = bracket_types(language)
+    if n is None:
+        a, b = FIRST_BRACKET_ID, FIRST_BRACKET_ID + 1
+        for j in range(len(tokens) + 1):
+            prefix = tokens[:j]
+            if PALINDROME_MARKER not in prefix:
+                if any(t not in (a, b) for t in prefix):
+                    break
+                legal[j, [a, b, PALINDROME_MARKER]] = True
+                continue
+            centre = prefix.index(PALINDROME_MARKER)
+            after = j - centre - 1  # symbols after the centre
+            mirrored = prefix[centre + 1 :] == prefix[centre - after : centre][::-1]
+            if not mirrored or after > centre:
+                break
+            legal[j, END_ID if after == centre else prefix[centre - after - 1]] = True
+        return legal
+    opens = list(range(FIRST_BRACKET_ID, FIRST_BRACKET_ID + n))
+    stack = []
+    for j in range(len(tokens) + 1):
+        legal[j, opens] = True
+        if stack:
+            legal[j, FIRST_BRACKET_ID + n + stack[-1]] = True
+        else:
+            legal[j, END_ID] = True
+        if j == len(tokens):
+            break
+        kind = tokens[j] - FIRST_BRACKET_ID
+        if 0 <= kind < n:
+            stack.append(kind)
+        elif n <= kind < 2 * n and stack and stack[-1] == kind - n:
+            stack.pop()
+        else:
+            break  # no string continues this prefix
+    return legal
