@@ -209,8 +209,7 @@ def _set_aside(run):
 
 def _parameters(run):
     """The run's parameter count, from its saved model."""
-    _, _, _, model = runs.load_run(run.run_dir)
-    return int(model.count_params())
+    return int(runs.load_run(run.run_dir).model.count_params())
 
 
 def _target(results_dir, table, run):

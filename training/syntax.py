@@ -19,7 +19,7 @@ from pathlib import Path
 
 from training import plots, runs
 from training.analysis import syntax
-from training.analysis.loading import check_kind, load
+from training.analysis.loading import check_kind
 from training.data import minimal_pairs
 
 MARVIN_LINZEN = "marvin-linzen"
@@ -43,11 +43,11 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
         raise ValueError(f"--every must be at least 1; received {every!r}.")
     name = MARVIN_LINZEN if suite == MARVIN_LINZEN else Path(suite).stem
     out = plots.check_out_dir(out if out else Path(run_dir) / f"syntax-{name}")
-    recipe, vocabulary, _, model = load(run_dir)
-    check_kind(recipe, ("language_model",), "Syntactic evaluation", run_dir)
+    run = runs.load_run(run_dir)
+    check_kind(run.recipe, ("language_model",), "Syntactic evaluation", run_dir)
     pairs = load_suite(suite, data_dir)[::every]
-    result = syntax.evaluate_pairs(model, vocabulary, pairs)
-    syntax.check_scored(result, vocabulary)
+    result = syntax.evaluate_pairs(run.model, run.vocabulary, pairs)
+    syntax.check_scored(result, run.vocabulary)
     result["suite"] = suite
     result["every"] = every
     plots.make_out_dir(out)

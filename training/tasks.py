@@ -39,9 +39,8 @@ import numpy as np
 import tensorflow as tf
 
 import zoo
-from training import compile_mode
+from training import compile_mode, scoring
 from training import metrics as metrics_lib
-from training.analysis import scoring
 from training.callbacks import ResetStatesEachEpoch
 from training.data import batching, corpora, dyck, recognition
 from training.data.tokenize import Vocabulary

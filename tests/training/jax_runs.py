@@ -27,8 +27,8 @@ import numpy as np
 
 import zoo
 from tests.training.tiny import tiny_recipe, train_text_run
-from training import export, generate, recipes, runs
-from training.analysis import dynamic, scoring, syntax
+from training import export, generate, recipes, runs, scoring
+from training.analysis import dynamic, syntax
 
 DYCK_IDS = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
 RECOGNITION_IDS = np.array([[1, 3, 4, 6, 5, 2], [1, 3, 5, 4, 6, 2]], "int32")

@@ -1,10 +1,10 @@
 """Looking inside trained models: the papers' analyses as library functions.
 
 One module per analysis, each returning numbers and drawing its figure with
-`training.plots`; `python -m training.analyze` and `python -m training.syntax`
+`training.plots` (per-token losses with the state carried come from
+`training.scoring`); `python -m training.analyze` and `python -m training.syntax`
 run them on run directories.
 
-- `scoring`: per-token losses with the state carried (shared by the others).
 - `surprisal`: loss right after surprising inputs (Krause et al. 2016, 4.2).
 - `pabs`: principal angles between transition matrices (second-order report).
 - `routing`: which cell or choice matrix each token used.
