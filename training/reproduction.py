@@ -37,15 +37,13 @@ import collections
 import dataclasses
 import math
 import shlex
-import tomllib
 import warnings
 from pathlib import Path
 
 import scipy.stats
 
-from training import recipes
+from training import recipe_files, recipes
 
-TABLE_DIR = Path(__file__).parent / "tables"
 BETTER = ("higher", "lower")
 
 # A claim's verdict (`verdict`; REPRODUCTION.md's introduction states the rule).
@@ -126,7 +124,7 @@ class Run:
 
 def available_tables():
     """The sorted names of the shipped table files."""
-    return sorted(path.stem for path in TABLE_DIR.glob("*.toml"))
+    return recipe_files.available(recipe_files.TABLE_DIR)
 
 
 def _require(table, key, kind, where):
@@ -216,24 +214,8 @@ def load_table(name):
     Raises:
         TableError: unknown table, malformed file or entry.
     """
-    if str(name).endswith(".toml"):
-        path = Path(name)
-        if not path.is_file():
-            raise TableError(f"Table file {str(path)!r} does not exist.")
-    elif name in available_tables():
-        path = TABLE_DIR / f"{name}.toml"
-    else:
-        raise TableError(
-            f"Unknown table {name!r}; expected one of: "
-            f"{', '.join(available_tables())}, or a path ending in .toml."
-        )
-    try:
-        with open(path, "rb") as file:
-            content = tomllib.load(file)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise TableError(
-            f"Table file {str(path)!r} is not valid TOML: {error}."
-        ) from None
+    path = recipe_files.find(name, recipe_files.TABLE_DIR, "table", TableError)
+    content = recipe_files.read(path, "table", TableError)
     where = f"Table {path.stem!r}"
     _check_keys(
         content,
