@@ -43,7 +43,6 @@ import argparse
 import contextlib
 import dataclasses
 import fcntl
-import json
 import os
 import subprocess
 import sys
@@ -52,42 +51,13 @@ import zipfile
 from pathlib import Path
 
 from training import backends, recipes, reproduction, results, runs
+from training.callbacks import write_atomically
 
 TIMING = results.TIMING
 LOCK = ".lock"
 AGGREGATE_LOCK = ".aggregate.lock"
 LOG = "train.log"
 DAMAGED = ".damaged"
-
-
-def _write_json(path, value):
-    """Writes `value` as JSON, atomically (a reader never sees half a file)."""
-    temporary = Path(f"{path}.tmp-{os.getpid()}")
-    temporary.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n")
-    os.replace(temporary, path)
-
-
-def _check_existing(run):
-    """A run directory made with another recipe cannot be reused."""
-    recipe_path = run.run_dir / runs.RECIPE
-    if run.run_dir.exists() and not run.run_dir.is_dir():
-        raise reproduction.TableError(
-            f"Run directory {str(run.run_dir)!r} is a file; expected a directory."
-        )
-    if recipe_path.is_file():
-        try:
-            saved = runs.read_recipe(recipe_path)
-        except (ValueError, UnicodeDecodeError):
-            raise reproduction.TableError(
-                f"{str(recipe_path)!r} is not valid JSON; expected the recipe a "
-                "run was trained with (remove that run directory to redo it)."
-            ) from None
-        if saved != run.recipe:
-            raise reproduction.TableError(
-                f"Run directory {str(run.run_dir)!r} holds a different recipe than "
-                f"row {run.row.name!r} now asks for; expected another --out, or "
-                "remove that run directory to redo it."
-            )
 
 
 def _finished(run):
@@ -171,7 +141,7 @@ def _settle(run, locked=False):
             (item.stat().st_mtime for item in run.run_dir.rglob("*")),
             default=timing["started"],
         )
-    _write_json(
+    runs.write_json(
         run.run_dir / TIMING,
         {
             "seconds": timing["seconds"] + max(0.0, end - timing["started"]),
@@ -281,7 +251,7 @@ class _Job:
         self.seconds = timing["seconds"]
         self.attempts = timing.get("attempts", 0) + 1
         self.start = time.monotonic()
-        _write_json(
+        runs.write_json(
             run.run_dir / TIMING,
             {
                 "seconds": self.seconds,
@@ -289,7 +259,7 @@ class _Job:
                 "started": time.time(),
             },
         )
-        _write_json(run.run_dir / results.HOST, results.host(backend))
+        runs.write_json(run.run_dir / results.HOST, results.host(backend))
         # The child inherits the locked file, so the lock outlives this
         # process if it is killed while the child trains on.
         self.process = subprocess.Popen(
@@ -303,7 +273,7 @@ class _Job:
 
     def finish(self):
         """Records the time spent; True on success. The lock stays held."""
-        _write_json(
+        runs.write_json(
             self.run.run_dir / TIMING,
             {
                 "seconds": self.seconds + time.monotonic() - self.start,
@@ -388,11 +358,9 @@ def aggregate(table, results_dir, out, seeds):
     summary = reproduction.summarize(table, found, seeds)
     summary["runs"] = found
     out = Path(out)
-    _write_json(out / f"{table.name}.json", summary)
+    runs.write_json(out / f"{table.name}.json", summary)
     text = reproduction.markdown(table, summary)
-    temporary = out / f"{table.name}.md.tmp-{os.getpid()}"
-    temporary.write_text(text)
-    os.replace(temporary, out / f"{table.name}.md")
+    write_atomically(out / f"{table.name}.md", text)
     return summary, text
 
 
@@ -526,7 +494,12 @@ def _prepare(args):
         _check_run_backend(run, backend)
         finished = _finished(run) and _same_recipe(run)
         if not finished and index.find(run.recipe) is None:
-            _check_existing(run)
+            runs.check_run_dir(
+                run.run_dir,
+                run.recipe,
+                advice=f"the recipe row {run.row.name!r} asks for: use another "
+                "--out, or remove that run directory to redo it",
+            )
     if args.aggregate_only and not recorded:
         usable = [
             run
@@ -639,9 +612,7 @@ def regenerate(document, results_dir):
     text = path.read_text()
     updated, names = results.update_document(text, results_dir, name=str(path))
     if updated != text:
-        temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        temporary.write_text(updated)
-        os.replace(temporary, path)
+        write_atomically(path, updated)
     return names, updated != text
 
 
@@ -700,7 +671,7 @@ def main(argv=None):
             return 0
         sweep = _prepare(args)
         return _sweep(args, sweep, started)
-    except (reproduction.TableError, recipes.RecipeError) as error:
+    except (reproduction.TableError, recipes.RecipeError, runs.RunError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     except OSError as error:
         parser.exit(
