@@ -28,7 +28,7 @@ import numpy as np
 import zoo
 from tests.training.tiny import tiny_recipe, train_text_run
 from training import export, generate, recipes, runs, scoring
-from training.analysis import dynamic, syntax
+from training.analysis import dynamic, targeted_syntax
 
 DYCK_IDS = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
 RECOGNITION_IDS = np.array([[1, 3, 4, 6, 5, 2], [1, 3, 5, 4, 6, 2]], "int32")
@@ -44,7 +44,7 @@ def language_model_results(run_dir):
     evaluated = dynamic.dynamic_evaluation(
         task.build_model, model, ids, learning_rate=0.5, segment=9
     )
-    scores, _ = syntax.score_sentences(model, vocabulary, SENTENCES)
+    scores, _ = targeted_syntax.score_sentences(model, vocabulary, SENTENCES)
     return {
         "lm_losses": losses,
         "lm_dynamic": np.array(

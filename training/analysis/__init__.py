@@ -10,6 +10,6 @@ run them on run directories.
 - `routing`: which cell or choice matrix each token used.
 - `stack`: a stack recognizer's push/pop/no-op per step.
 - `ldpa`: accuracy against closing distance on Dyck.
-- `syntax`: targeted syntactic evaluation on minimal pairs.
+- `targeted_syntax`: targeted syntactic evaluation on minimal pairs.
 - `dynamic`: dynamic evaluation (Krause et al. 2017).
 """
