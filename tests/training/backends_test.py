@@ -31,7 +31,7 @@ from training import (
     table_runs,
     table_schema,
 )
-from training.export import MARKER
+from training.saved_model import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_jax = pytest.mark.skipif(

@@ -27,7 +27,7 @@ import numpy as np
 
 import zoo
 from tests.training.tiny import tiny_recipe, train_text_run
-from training import export, generate, recipes, runs, scoring
+from training import generate, recipes, runs, saved_model, scoring
 from training.analysis import dynamic, targeted_syntax
 
 DYCK_IDS = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
@@ -103,7 +103,7 @@ def main(out):
     (out / "checks.json").write_text(json.dumps(stateful_checks()))
     sample = generate.generate(lm_run, PROMPT, 6, seed=1)
     (out / "sample.json").write_text(json.dumps(sample))
-    print(export.summary(export.export_run(out / "dyck", out / "dyck_saved")))
+    print(saved_model.summary(saved_model.export_run(out / "dyck", out / "dyck_saved")))
 
 
 if __name__ == "__main__":
