@@ -20,13 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from training import plots, runs
-from training.analysis import ldpa, pabs, routing, scoring, stack, surprisal
+from training import plots, runs, scoring
+from training.analysis import ldpa, pabs, routing, stack, surprisal
 from training.analysis.loading import (
     check_kind,
     check_split,
     encode_texts,
-    load,
     sample_ids,
     stream_ids,
     token_names,
@@ -58,26 +57,25 @@ def run_label(name, recipe):
 
 def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
     check_number("--fraction", fraction, 0, 1, low_open=True)
-    loaded = [load(d) for d in run_dirs]
-    for run_dir, (recipe, *_) in zip(run_dirs, loaded, strict=True):
-        check_kind(recipe, ("language_model",), "surprisal", run_dir)
-    vocabulary = loaded[0][1]
-    if any(v != vocabulary for _, v, _, _ in loaded[1:]):
+    loaded = [runs.load_run(d) for d in run_dirs]
+    for run_dir, run in zip(run_dirs, loaded, strict=True):
+        check_kind(run.recipe, ("language_model",), "surprisal", run_dir)
+    if any(run.vocabulary != loaded[0].vocabulary for run in loaded[1:]):
         raise ValueError(
             "surprisal compares runs on the same tokens; expected runs with the "
             "same vocabulary."
         )
-    ids = stream_ids(loaded[0][2], split)
+    ids = stream_ids(loaded[0].task, split)
     losses = np.stack(
-        [scoring.token_losses(t.build_model, m, ids) for _, _, t, m in loaded]
+        [scoring.token_losses(r.task.build_model, r.model, ids) for r in loaded]
     )
     result = surprisal.in_bits(surprisal.recovery(losses, fraction, steps))
     labels = [
-        run_label(name, r)
-        for name, (r, *_) in zip(run_names(run_dirs), loaded, strict=True)
+        run_label(name, run.recipe)
+        for name, run in zip(run_names(run_dirs), loaded, strict=True)
     ]
     result.update({"runs": labels, "unit": "bits", "split": split})
-    level = loaded[0][0]["task"]["level"]  # PTB characters are read as words
+    level = loaded[0].recipe["task"]["level"]  # PTB characters are read as words
     unit = "bits/char" if level == "char" else f"bits/{level}"
     plots.make_out_dir(out)
     surprisal.plot(result, labels, out / "surprisal.png", unit=unit)
@@ -88,8 +86,8 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
 def analyze_pabs(run_dirs, out, split=None):
     computed = []
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
-        recipe, _, _, model = load(run_dir)
-        computed.append((name, recipe, pabs.pairwise_angles(model)))
+        run = runs.load_run(run_dir)
+        computed.append((name, run.recipe, pabs.pairwise_angles(run.model)))
     plots.make_out_dir(out)
     for name, recipe, angles in computed:
         pabs.plot(
@@ -106,19 +104,21 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
     check_positive_int("--samples", samples)
     computed = []
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
-        recipe, vocabulary, task, model = load(run_dir)
-        routing.routed_layers(model)
+        run = runs.load_run(run_dir)
+        routing.routed_layers(run.model)
         strings = (
-            encode_texts(task, texts) if texts else sample_ids(task, split, samples)
+            encode_texts(run.task, texts)
+            if texts
+            else sample_ids(run.task, split, samples)
         )
         if not strings or not all(len(s) for s in strings):
             raise ValueError("routing needs non-empty strings; none were found.")
         padded = np.zeros((len(strings), max(len(s) for s in strings)), "int32")
         for row, string in enumerate(strings):
             padded[row, : len(string)] = string
-        tokens = [token_names(vocabulary, s) for s in strings]
-        layers = routing.routing_weights(model, padded)
-        computed.append((name, recipe, tokens, layers))
+        tokens = [token_names(run.vocabulary, s) for s in strings]
+        layers = routing.routing_weights(run.model, padded)
+        computed.append((name, run.recipe, tokens, layers))
     plots.make_out_dir(out)
     results = {}
     for name, recipe, tokens, layers in computed:
@@ -143,21 +143,21 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
     check_positive_int("--samples", samples)
     computed = []
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
-        recipe, vocabulary, task, model = load(run_dir)
-        check_kind(recipe, ("recognition",), "stack", run_dir)
-        stack.check_stack_recognizer(model)
-        check_split(task, split)
-        language = task.language
-        arrays = task.arrays[split]
+        run = runs.load_run(run_dir)
+        check_kind(run.recipe, ("recognition",), "stack", run_dir)
+        stack.check_stack_recognizer(run.model)
+        check_split(run.task, split)
+        language = run.task.language
+        arrays = run.task.arrays[split]
         positives = [row[row != 0] for row in arrays.inputs[arrays.labels == 1]]
         shares = [
             stack.agreement(t["actions"], stack.pda_actions(s, language))
-            for s, t in zip(positives, stack.trace(model, positives), strict=True)
+            for s, t in zip(positives, stack.trace(run.model, positives), strict=True)
         ]
         matching = sum(s["matching"] for s in shares)
         counted = sum(s["steps"] for s in shares)
-        shown = encode_texts(task, texts) if texts else positives[:samples]
-        traced = stack.trace(model, shown)
+        shown = encode_texts(run.task, texts) if texts else positives[:samples]
+        traced = stack.trace(run.model, shown)
         result = {
             "split": split,
             "language": language,
@@ -167,14 +167,14 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
             "no_op_steps_left_out": sum(s["no_op_steps_left_out"] for s in shares),
             "shown": [
                 {
-                    "tokens": token_names(vocabulary, s),
+                    "tokens": token_names(run.vocabulary, s),
                     "actions": t["actions"].round(4).tolist(),
                     "stack_top": t["stack_top"].round(4).tolist(),
                 }
                 for s, t in zip(shown, traced, strict=True)
             ],
         }
-        computed.append((name, recipe, result, traced))
+        computed.append((name, run.recipe, result, traced))
     plots.make_out_dir(out)
     for name, recipe, result, traced in computed:
         stack.plot(
@@ -191,10 +191,10 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
 def analyze_ldpa(run_dirs, out, split):
     metrics = {}
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
-        recipe, _, task, model = load(run_dir)
-        check_kind(recipe, ("dyck", "closing_bracket"), "ldpa", run_dir)
-        check_split(task, split)
-        metrics[run_label(name, recipe)] = task.evaluate(model, split)
+        run = runs.load_run(run_dir)
+        check_kind(run.recipe, ("dyck", "closing_bracket"), "ldpa", run_dir)
+        check_split(run.task, split)
+        metrics[run_label(name, run.recipe)] = run.task.evaluate(run.model, split)
     plots.make_out_dir(out)
     ldpa.plot(metrics, out / "ldpa.png")
     plots.write_table(out / "ldpa.csv", ldpa.table_rows(metrics))

@@ -112,9 +112,13 @@ class StopBelowLoss(keras.callbacks.Callback):
 
 
 def write_atomically(path, text):
-    """Writes `text` to `path` through a temporary file and `os.replace`."""
+    """Writes `text` to `path` through a temporary file and `os.replace`.
+
+    A reader never sees half a file; the temporary file is this process's
+    own, so processes writing the same path never write into each other's.
+    """
     path = Path(path)
-    partial = path.with_name(path.name + ".partial")
+    partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
     partial.write_text(text)
     os.replace(partial, path)
 

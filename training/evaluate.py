@@ -42,13 +42,14 @@ DYNAMIC_DEFAULTS = {
 
 def evaluate_run(run_dir, split="test"):
     """Returns `(task, metrics)` of the run's best model on `split`."""
-    _, _, task, model = runs.load_run(run_dir)
+    run = runs.load_run(run_dir)
+    task = run.task
     if split not in task.splits:
         raise ValueError(
             f"Unknown split {split!r} for this task; expected one of: "
             f"{', '.join(task.splits)}."
         )
-    metrics = task.evaluate(model, split)
+    metrics = task.evaluate(run.model, split)
     if not runs.is_preset(run_dir):  # a preset is read-only
         runs.write_json(runs.check_run(run_dir) / f"evaluation-{split}.json", metrics)
     return task, metrics
@@ -75,8 +76,9 @@ def evaluate_dynamic(run_dir, split="test", **settings):
             )
     check_number("--learning-rate", settings["learning_rate"], low=0)
     check_number("--decay", settings["decay"], 0, 1)
-    recipe, _, task, model = runs.load_run(run_dir)
-    check_kind(recipe, ("language_model",), "Dynamic evaluation", run_dir)
+    run = runs.load_run(run_dir)
+    check_kind(run.recipe, ("language_model",), "Dynamic evaluation", run_dir)
+    task, model = run.task, run.model
     ids = stream_ids(task, split)
     statistics = None
     if settings["rms"]:

@@ -5,7 +5,7 @@ and `model.fit` called, for `training.runs.train_run` (and so
 `python -m training.train`) and for the tuner's trials
 (`tuning.hypermodels.RecurrentHyperModel.fit`). A distribution strategy's
 scope and float16 loss scaling belong here; the precision policy is applied
-where models are built (`training.tasks.Task.build_model`).
+where models are built (`training.tasks.base.Task.build_model`).
 """
 
 import json
@@ -197,7 +197,7 @@ def fit(model, task, callbacks=(), verbose=0, jit_compile=None, **fit_kwargs):
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
-        task: A `training.tasks.Task`.
+        task: A `training.tasks.base.Task`.
         callbacks: Callbacks to run first (e.g. the run directory's).
         verbose: `model.fit`'s verbosity. Default: 0 (silent).
         jit_compile: Whether to compile the steps with XLA (a resumed run

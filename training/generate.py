@@ -40,7 +40,8 @@ def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
     check_number("temperature", temperature, low=0, low_open=True)
     if top_k is not None and top_k < 1:
         raise ValueError(f"`top_k` must be >= 1; received {top_k!r}.")
-    _, vocabulary, task, trained = runs.load_run(run_dir)
+    run = runs.load_run(run_dir)
+    vocabulary, task = run.vocabulary, run.task
     if task.head != "language_model":
         raise ValueError(
             f"Run {str(run_dir)!r} trains a {task.head} model, which does not "
@@ -48,7 +49,7 @@ def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
             "'language_model' or 'dyck')."
         )
     model = task.build_model(stateful=True, batch_size=1)
-    model.set_weights(trained.get_weights())
+    model.set_weights(run.model.get_weights())
     zoo.reset_states(model)
     ids = vocabulary.encode(prompt, on_oov="unk", split="prompt").ids.tolist()
     if vocabulary.add_eos and ids and ids[-1] == vocabulary.eos_id:

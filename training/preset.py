@@ -32,7 +32,7 @@ import keras
 import tensorflow as tf
 
 import zoo
-from training import recipes, reproduction, runs
+from training import recipes, runs, table_schema
 from training.tasks import make_task
 from zoo.checks import check_number
 
@@ -143,7 +143,7 @@ def tolerance_for(value, count, fresh_count):
 
 def remeasure_plan(recipe, metrics, key, tolerance=None):
     """The card's `remeasure` entry for the metric `key` of a run's `metrics`."""
-    value = reproduction.metric_value(metrics, key)
+    value = table_schema.metric_value(metrics, key)
     if value is None:
         splits = ", ".join(sorted(k for k in metrics if k != runs.JIT_COMPILE))
         raise ValueError(
@@ -191,7 +191,7 @@ def remeasure(preset):
     task = make_task(fresh_recipe(run.recipe, plan), vocabulary=run.vocabulary)
     split = plan["metric"].split(".")[0]
     metrics = {split: task.evaluate(run.model, split)}
-    return reproduction.metric_value(metrics, plan["metric"]), plan
+    return table_schema.metric_value(metrics, plan["metric"]), plan
 
 
 def save_preset(
@@ -240,8 +240,8 @@ def save_preset(
     metrics = runs.read_json(source / runs.METRICS)
     table_entry = None
     if table is not None:
-        table = reproduction.load_table(table)
-        (row,) = reproduction.select_rows(table, [row])
+        table = table_schema.load_table(table)
+        (row,) = table_schema.select_rows(table, [row])
         table_entry = {
             "name": table.name,
             "title": table.title,

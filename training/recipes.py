@@ -13,13 +13,11 @@ import collections
 import copy
 import json
 import math
-import tomllib
-from pathlib import Path
 
 import zoo
+from training import recipe_files
 from training.data import corpora, recognition
 
-RECIPE_DIR = Path(__file__).parent / "recipes"
 SCALES = ("small", "paper")
 # The task kinds (`training.tasks.TASKS` has a class for each).
 KINDS = ("dyck", "closing_bracket", "recognition", "language_model")
@@ -117,7 +115,7 @@ def with_defaults(recipe):
 
 def available_recipes():
     """Returns the sorted names of the recipe files."""
-    return sorted(path.stem for path in RECIPE_DIR.glob("*.toml"))
+    return recipe_files.available(recipe_files.RECIPE_DIR)
 
 
 def _flat_keys(table, prefix=""):
@@ -169,25 +167,11 @@ def resolve(name, scale="small", overrides=()):
     Raises:
         RecipeError: unknown recipe, scale or key, or a malformed override.
     """
-    path = Path(name) if str(name).endswith(".toml") else RECIPE_DIR / f"{name}.toml"
-    if str(name).endswith(".toml"):
-        if not path.is_file():
-            raise RecipeError(f"Recipe file {str(path)!r} does not exist.")
-        name = path.stem
-    elif name not in available_recipes():
-        raise RecipeError(
-            f"Unknown recipe {name!r}; expected one of: "
-            f"{', '.join(available_recipes())}, or a path ending in .toml."
-        )
+    path = recipe_files.find(name, recipe_files.RECIPE_DIR, "recipe", RecipeError)
+    name = path.stem
     if scale not in SCALES:
         raise RecipeError(f"Unknown scale {scale!r}; expected one of: small, paper.")
-    try:
-        with open(path, "rb") as file:
-            recipe = tomllib.load(file)
-    except tomllib.TOMLDecodeError as error:
-        raise RecipeError(
-            f"Recipe file {str(path)!r} is not valid TOML: {error}."
-        ) from None
+    recipe = recipe_files.read(path, "recipe", RecipeError)
     resolved = copy.deepcopy(DEFAULTS)
     _merge(resolved, recipe, "")
     if scale == "small":
@@ -224,10 +208,6 @@ def check(recipe):
             )
     _check_values(recipe)
     kind = task["kind"]
-    if kind not in KINDS:
-        raise RecipeError(
-            f"Unknown task kind {kind!r}; expected one of: {', '.join(KINDS)}."
-        )
     try:
         zoo.get_cell_class(model["cell"])
         if kind == "recognition":
@@ -241,37 +221,12 @@ def check(recipe):
             "task.kind 'closing_bracket' trains the Dyck-RNN; expected "
             f"model.cell='dyck_rnn', received {model['cell']!r}."
         )
-    if task["step_labels"] not in STEP_LABELS:
-        raise RecipeError(
-            "task.step_labels must be 'string' or 'prefix'; received "
-            f"{task['step_labels']!r}."
-        )
-    if train["distribute"] not in DISTRIBUTE:
-        raise RecipeError(
-            f"Unknown train.distribute {train['distribute']!r}; expected one of: "
-            f"{', '.join(DISTRIBUTE)}."
-        )
-    if train["precision"] not in PRECISIONS:
-        raise RecipeError(
-            f"Unknown train.precision {train['precision']!r}; expected one of: "
-            f"{', '.join(PRECISIONS)}."
-        )
     if train["stateful"] and train["distribute"] != "none":
         raise RecipeError(
             "train.stateful carries each row's state into the next batch, which a "
             "distribution strategy's batch split does not keep; expected "
             "train.stateful=false (stateless windows) with train.distribute="
             f"{train['distribute']!r}."
-        )
-    if task["hard_negatives"] not in recognition.HARD_NEGATIVES:
-        raise RecipeError(
-            "task.hard_negatives must be 'swap' or 'edit'; received "
-            f"{task['hard_negatives']!r}."
-        )
-    if task["next_symbol_loss"] not in NEXT_SYMBOL_LOSSES:
-        raise RecipeError(
-            "task.next_symbol_loss must be 'all' or 'positives'; received "
-            f"{task['next_symbol_loss']!r}."
         )
     if train["curriculum"] and kind != "recognition":
         raise RecipeError(
@@ -374,6 +329,17 @@ RANGES = {
 }
 
 
+# The values a string key may take.
+CHOICES = {
+    ("task", "kind"): KINDS,
+    ("task", "step_labels"): STEP_LABELS,
+    ("task", "hard_negatives"): recognition.HARD_NEGATIVES,
+    ("task", "next_symbol_loss"): NEXT_SYMBOL_LOSSES,
+    ("train", "distribute"): DISTRIBUTE,
+    ("train", "precision"): PRECISIONS,
+}
+
+
 def _check_type(name, value, expected, optional):
     if value is None and optional:
         return
@@ -404,11 +370,12 @@ def _describe(range_):
 
 
 def _check_values(recipe):
-    """Every key of the schema of its type, every number finite and in range.
+    """Every key of the schema of its type, every number finite and in range,
+    every string one of its choices.
 
     The schema is `DEFAULTS` (a key's type is its default's, or
-    `OPTIONAL_TYPES`'s where the default is `None`) and `RANGES`; each
-    error is one line naming the key.
+    `OPTIONAL_TYPES`'s where the default is `None`), `RANGES` and `CHOICES`;
+    each error is one line naming the key.
     """
     for section, defaults in DEFAULTS.items():
         if not isinstance(defaults, dict):  # description, source
@@ -433,4 +400,11 @@ def _check_values(recipe):
         if too_low or too_high:
             raise RecipeError(
                 f"{section}.{key} must be {_describe(range_)}; received {value!r}."
+            )
+    for (section, key), choices in CHOICES.items():
+        value = recipe[section][key]
+        if value not in choices:
+            raise RecipeError(
+                f"Unknown {section}.{key} {value!r}; expected one of: "
+                f"{', '.join(choices)}."
             )

@@ -40,7 +40,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from training import compile_mode, recipes, reproduction, runs
+from training import compile_mode, recipes, runs, table_schema, table_summary
 
 TIMING = "timing.json"
 HOST = "host.json"
@@ -184,7 +184,7 @@ def check_backend(found, backend, results):
     """
     for result in found:
         if result["backend"] != backend:
-            raise reproduction.TableError(
+            raise table_schema.TableError(
                 f"--results {str(results)!r} holds {result['backend']} records "
                 f"({result['record']}); expected {backend} records only: use "
                 f"another --results for the {backend} backend (its default is "
@@ -231,7 +231,7 @@ def _read(folder, name, required=True):
     if not path.is_file():
         if not required:
             return None
-        raise reproduction.TableError(
+        raise table_schema.TableError(
             f"Record {str(folder)!r} has no {name}; expected the files "
             "python -m training.reproduce copied there (remove that folder to "
             "run it again)."
@@ -239,7 +239,7 @@ def _read(folder, name, required=True):
     try:
         return json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError):
-        raise reproduction.TableError(
+        raise table_schema.TableError(
             f"Record file {str(path)!r} is not valid JSON; expected the file "
             "python -m training.reproduce copied there (restore it from git, or "
             "remove that folder to run it again)."
@@ -247,7 +247,7 @@ def _read(folder, name, required=True):
 
 
 def read_record(folder, run, results):
-    """The result of `run` (a `reproduction.Run`) from its record `folder`.
+    """The result of `run` (a `table_schema.Run`) from its record `folder`.
 
     Raises:
         TableError: a file is missing or not JSON, or the record holds
@@ -259,13 +259,13 @@ def read_record(folder, run, results):
     timing = _read(folder, TIMING, required=False) or {}
     record = _read(folder, RECORD)
     if not all(isinstance(value, dict) for value in (recipe, metrics, record)):
-        raise reproduction.TableError(
+        raise table_schema.TableError(
             f"Record {str(folder)!r} is damaged (recipe.json, metrics.json or "
             "record.json is not a JSON object); expected the files python -m "
             "training.reproduce copied there."
         )
     if recipes.with_defaults(recipe) != run.recipe:
-        raise reproduction.TableError(
+        raise table_schema.TableError(
             f"Record {str(folder)!r} holds a different recipe than row "
             f"{run.row.name!r} now asks for; expected another --results, or move "
             "that record away to run the row again."
@@ -298,7 +298,7 @@ def read_table_records(results, table):
     found = []
     for row_dir in sorted(folder.iterdir()):
         if row_dir.name not in rows or not row_dir.is_dir():
-            raise reproduction.TableError(
+            raise table_schema.TableError(
                 f"Record folder {str(row_dir)!r} is not a row of table "
                 f"{table.name!r}; expected one of: {', '.join(rows)}."
             )
@@ -307,11 +307,11 @@ def read_table_records(results, table):
                 continue  # a record being written
             match = SEED_FOLDER.fullmatch(seed_dir.name)
             if not match or not seed_dir.is_dir():
-                raise reproduction.TableError(
+                raise table_schema.TableError(
                     f"Record folder {str(seed_dir)!r} is not a seed; expected "
                     "folders named seed-N."
                 )
-            run = reproduction.make_run(
+            run = table_schema.make_run(
                 table, rows[row_dir.name], int(match.group(1)), "unused"
             )
             found.append(read_record(seed_dir, run, results))
@@ -326,7 +326,7 @@ def update_document(text, results, name="REPRODUCTION.md"):
 
     A section is the lines between `<!-- table: NAME -->` and
     `<!-- end table -->` (each on a line of its own); it becomes
-    `reproduction.markdown` of table NAME summarized from its records under
+    `table_summary.markdown` of table NAME summarized from its records under
     `results`. Everything outside the sections is left as it is.
 
     Returns:
@@ -343,7 +343,7 @@ def update_document(text, results, name="REPRODUCTION.md"):
         updated.append(line)
         index += 1
         if line == END:
-            raise reproduction.TableError(
+            raise table_schema.TableError(
                 f"{name} line {index}: {END!r} without a '<!-- table: NAME -->' "
                 "line before it."
             )
@@ -357,13 +357,13 @@ def update_document(text, results, name="REPRODUCTION.md"):
                 break
             end += 1
         if end == len(lines):
-            raise reproduction.TableError(
+            raise table_schema.TableError(
                 f"{name} line {index}: {line!r} has no {END!r} line after it "
                 "(before the next section); expected one closing each section."
             )
-        table = reproduction.load_table(match.group(1))
-        summary = reproduction.summarize(table, read_table_records(results, table))
-        updated += reproduction.markdown(table, summary).rstrip("\n").split("\n")
+        table = table_schema.load_table(match.group(1))
+        summary = table_summary.summarize(table, read_table_records(results, table))
+        updated += table_summary.markdown(table, summary).rstrip("\n").split("\n")
         updated.append(END)
         names.append(table.name)
         index = end + 1

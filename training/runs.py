@@ -28,7 +28,7 @@ import keras
 
 import zoo
 from training import backends, compile_mode, fitting, recipes
-from training.callbacks import AtomicModelCheckpoint, RunBackup
+from training.callbacks import AtomicModelCheckpoint, RunBackup, write_atomically
 from training.data.tokenize import Vocabulary
 from training.tasks import make_task
 
@@ -57,8 +57,9 @@ class RunError(ValueError):
 
 
 def write_json(path, value):
-    """Writes `value` as JSON at `path`; a one-line `RunError`, and nothing
-    written, if it holds a NaN or an infinity (which JSON cannot hold)."""
+    """Writes `value` as JSON at `path`, atomically (a reader never sees half a
+    file); a one-line `RunError`, and nothing written, if it holds a NaN or an
+    infinity (which JSON cannot hold)."""
     try:
         text = json.dumps(value, indent=2, sort_keys=True, allow_nan=False)
     except ValueError:
@@ -67,7 +68,7 @@ def write_json(path, value):
             f"Not writing {str(path)!r}: {where} is {number}, which JSON cannot "
             "hold; expected finite numbers."
         ) from None
-    Path(path).write_text(text + "\n")
+    write_atomically(path, text + "\n")
 
 
 def _first_non_finite(value, where=""):
@@ -218,10 +219,7 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
             another process.
     """
     run_dir = Path(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunError(
-            f"Run directory {str(run_dir)!r} is a file; expected a directory."
-        )
+    _refuse_file(run_dir)
     strategy = fitting.distribution_strategy(recipe["train"])  # before other ops
     if fitting.is_chief(recipe["train"]):
         return _train_in(recipe, Path(run_dir), strategy, verbose, callbacks)
@@ -231,18 +229,39 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         return _train_in(recipe, Path(scratch), strategy, verbose, callbacks)
 
 
-def _backup_to_resume(recipe, run_dir):
-    """The backup metadata of an interrupted run of `recipe` in `run_dir`, or None.
+def _refuse_file(run_dir):
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunError(
+            f"Run directory {str(run_dir)!r} is a file; expected a directory."
+        )
 
-    A `RunError` if `run_dir` holds another recipe; a `ValueError` if its
-    backup cannot be read. Reads only.
+
+def check_run_dir(
+    run_dir, recipe, advice="a new --run-dir or the same recipe and overrides"
+):
+    """Refuses a `run_dir` that cannot hold a run of `recipe`; reads only.
+
+    A one-line `RunError` if it is a file or holds another recipe (`advice`
+    says what to do instead), or if its `recipe.json` is not JSON; a new
+    directory, or one holding this recipe (to resume or train again), passes.
     """
+    run_dir = Path(run_dir)
+    _refuse_file(run_dir)
     recipe_path = run_dir / RECIPE
     if recipe_path.exists() and read_recipe(recipe_path) != recipe:
         raise RunError(
-            f"Run directory {str(run_dir)!r} holds a different recipe; expected a "
-            "new --run-dir or the same recipe and overrides."
+            f"Run directory {str(run_dir)!r} holds a different recipe; expected "
+            f"{advice}."
         )
+
+
+def _backup_to_resume(recipe, run_dir):
+    """The backup metadata of an interrupted run of `recipe` in `run_dir`, or None.
+
+    A `RunError` if `run_dir` holds another recipe (`check_run_dir`); a
+    `ValueError` if its backup cannot be read. Reads only.
+    """
+    check_run_dir(run_dir, recipe)
     return RunBackup.read_metadata(run_dir / BACKUP) if run_dir.is_dir() else None
 
 

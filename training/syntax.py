@@ -6,7 +6,7 @@
 The share of minimal pairs in which the run's model gives the grammatical
 sentence the higher log-likelihood (Marvin & Linzen 2018), per category,
 per test set and per condition, with the out-of-vocabulary counts (OOV words
-are scored as `<unk>`; see `training.analysis.syntax`). Writes
+are scored as `<unk>`; see `training.analysis.targeted_syntax`). Writes
 `syntax.json`, `syntax.csv` and `syntax.png` to `--out` (default:
 `RUN_DIR/syntax-SUITE/`). `--every N` scores every N-th pair only, in
 the suite's order, for a quick look (the full Marvin & Linzen suite is
@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from training import plots, runs
-from training.analysis import syntax
-from training.analysis.loading import check_kind, load
+from training.analysis import targeted_syntax
+from training.analysis.loading import check_kind
 from training.data import minimal_pairs
 
 MARVIN_LINZEN = "marvin-linzen"
@@ -37,23 +37,25 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
 
     Writes and returns the results, once every check has passed (the
     options, the run, the suite, and that at least half of the pairs can be
-    scored: `training.analysis.syntax.check_scored`).
+    scored: `training.analysis.targeted_syntax.check_scored`).
     """
     if every < 1:
         raise ValueError(f"--every must be at least 1; received {every!r}.")
     name = MARVIN_LINZEN if suite == MARVIN_LINZEN else Path(suite).stem
     out = plots.check_out_dir(out if out else Path(run_dir) / f"syntax-{name}")
-    recipe, vocabulary, _, model = load(run_dir)
-    check_kind(recipe, ("language_model",), "Syntactic evaluation", run_dir)
+    run = runs.load_run(run_dir)
+    check_kind(run.recipe, ("language_model",), "Syntactic evaluation", run_dir)
     pairs = load_suite(suite, data_dir)[::every]
-    result = syntax.evaluate_pairs(model, vocabulary, pairs)
-    syntax.check_scored(result, vocabulary)
+    result = targeted_syntax.evaluate_pairs(run.model, run.vocabulary, pairs)
+    targeted_syntax.check_scored(result, run.vocabulary)
     result["suite"] = suite
     result["every"] = every
     plots.make_out_dir(out)
     runs.write_json(out / "syntax.json", result)
-    plots.write_table(out / "syntax.csv", syntax.table_rows(result))
-    syntax.plot(result, out / "syntax.png", title=f"Syntactic evaluation: {name}")
+    plots.write_table(out / "syntax.csv", targeted_syntax.table_rows(result))
+    targeted_syntax.plot(
+        result, out / "syntax.png", title=f"Syntactic evaluation: {name}"
+    )
     return result, out
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from training import fitting, recipes, runs
-from training.export import export_run, summary
+from training.saved_model import export_run, summary
 from training.tasks import make_task
 
 DEFAULT_RECIPE = "dyck2_dyck_rnn"

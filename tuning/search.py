@@ -21,15 +21,14 @@ writes the summary and best recipe, each worker runs trials.
 
 import argparse
 import json
-import math
 import os
-import re
 import sys
 from pathlib import Path
 
 import keras_tuner
 
 from training import recipes
+from training.recipe_files import write_recipe
 from tuning.hypermodels import RecurrentHyperModel
 
 TUNERS = {
@@ -149,80 +148,6 @@ def format_table(rows):
     rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
     lines = [line(columns), rule, *(line(texts) for texts in cells)]
     return "\n".join(lines)
-
-
-def _toml_key(key):
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
-
-
-def _toml_value(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    if isinstance(value, dict):
-        items = (
-            f"{_toml_key(k)} = {_toml_value(v)}"
-            for k, v in value.items()
-            if v is not None
-        )
-        return "{ " + ", ".join(items) + " }"
-    raise ValueError(f"Cannot write {value!r} ({type(value).__name__}) as TOML.")
-
-
-def _without_none(table):
-    return {
-        key: _without_none(value) if isinstance(value, dict) else value
-        for key, value in table.items()
-        if value is not None
-    }
-
-
-def recipe_toml(recipe):
-    """A resolved recipe as the text of a recipe file (`None` values left out)."""
-    lines = [
-        f"description = {_toml_value(recipe['description'])}",
-        f"source = {_toml_value(recipe['source'])}",
-    ]
-    for section in ("task", "model", "train"):
-        lines += ["", f"[{section}]"]
-        for key, value in _without_none(recipe[section]).items():
-            if key != "options":
-                lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
-    options = _without_none(recipe["model"]["options"])
-    if options:
-        lines += ["", "[model.options]"]
-        lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in options.items()]
-    return "\n".join(lines) + "\n"
-
-
-def write_recipe(recipe, path):
-    """Writes `recipe` as a recipe file that `recipes.resolve(path)` reads back.
-
-    Raises:
-        ValueError: the file would not read back as the same recipe.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(recipe_toml(recipe))
-    read_back = recipes.resolve(str(path), recipe["scale"])
-    for section in ("task", "model", "train"):
-        if _without_none(read_back[section]) != _without_none(recipe[section]):
-            raise ValueError(
-                f"Recipe file {str(path)!r} does not read back as the recipe's "
-                f"[{section}] table."
-            )
-    return path
 
 
 def best_recipe(tuner, hypermodel, command=None):

@@ -18,18 +18,20 @@ import pytest
 import tensorflow as tf
 
 from tests.training import jax_runs
-from tests.training.reproduce_test import TINY, _metrics, _write_record
+from tests.training.reproduce_test import _metrics, _write_record
+from tests.training.tiny import TINY_TABLE
 from training import (
     backends,
     fitting,
     generate,
     recipes,
     reproduce,
-    reproduction,
     results,
     runs,
+    table_runs,
+    table_schema,
 )
-from training.export import MARKER
+from training.saved_model import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_jax = pytest.mark.skipif(
@@ -180,10 +182,10 @@ def test_tf_distribute_is_refused_in_one_line_on_other_backends(monkeypatch):
 
 @pytest.fixture
 def tiny_table(tmp_path):
-    """reproduce_test's two-row table of `tiny_dyck_lstm`: its path and table."""
+    """`TINY_TABLE` (two rows of `tiny_dyck_lstm`): its path and table."""
     path = tmp_path / "tiny.toml"
-    path.write_text(TINY)
-    return str(path), reproduction.load_table(str(path))
+    path.write_text(TINY_TABLE)
+    return str(path), table_schema.load_table(str(path))
 
 
 def test_reproduce_trains_on_the_backend_asked_for_and_records_it(
@@ -196,9 +198,9 @@ def test_reproduce_trains_on_the_backend_asked_for_and_records_it(
         def __init__(self, command, env, **kwargs):
             started.update(command=command, env=env)
 
-    monkeypatch.setattr(reproduce.subprocess, "Popen", Process)
-    run = reproduction.plan(table, tmp_path / "out", 1, ["small"])[0]
-    job = reproduce._Job(run, threads=1, backend="jax")
+    monkeypatch.setattr(table_runs.subprocess, "Popen", Process)
+    run = table_schema.plan(table, tmp_path / "out", 1, ["small"])[0]
+    job = table_runs.Job(run, threads=1, backend="jax")
     job.release()
     assert started["env"]["KERAS_BACKEND"] == "jax"
     assert started["command"][1:3] == ["-m", "training.train"]

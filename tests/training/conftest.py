@@ -1,6 +1,6 @@
 import pytest
 
-from tests.training.tiny import TEXT, tiny_recipe, train_text_run
+from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe, train_text_run
 from training import runs
 from training.data import corpora, dyck, files, recognition
 
@@ -40,3 +40,11 @@ def no_data(monkeypatch):
     monkeypatch.setattr(dyck, "dyck_splits", refuse)
     monkeypatch.setattr(recognition, "mali_splits", refuse)
     monkeypatch.setattr(corpora, "load_corpus", refuse)
+
+
+@pytest.fixture
+def tiny_table(tmp_path):
+    """The path of a file holding `TINY_TABLE` (two rows of `tiny_dyck_lstm`)."""
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_TABLE)
+    return path

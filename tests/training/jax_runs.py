@@ -27,8 +27,8 @@ import numpy as np
 
 import zoo
 from tests.training.tiny import tiny_recipe, train_text_run
-from training import export, generate, recipes, runs
-from training.analysis import dynamic, scoring, syntax
+from training import generate, recipes, runs, saved_model, scoring
+from training.analysis import dynamic, targeted_syntax
 
 DYCK_IDS = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
 RECOGNITION_IDS = np.array([[1, 3, 4, 6, 5, 2], [1, 3, 5, 4, 6, 2]], "int32")
@@ -44,7 +44,7 @@ def language_model_results(run_dir):
     evaluated = dynamic.dynamic_evaluation(
         task.build_model, model, ids, learning_rate=0.5, segment=9
     )
-    scores, _ = syntax.score_sentences(model, vocabulary, SENTENCES)
+    scores, _ = targeted_syntax.score_sentences(model, vocabulary, SENTENCES)
     return {
         "lm_losses": losses,
         "lm_dynamic": np.array(
@@ -103,7 +103,7 @@ def main(out):
     (out / "checks.json").write_text(json.dumps(stateful_checks()))
     sample = generate.generate(lm_run, PROMPT, 6, seed=1)
     (out / "sample.json").write_text(json.dumps(sample))
-    print(export.summary(export.export_run(out / "dyck", out / "dyck_saved")))
+    print(saved_model.summary(saved_model.export_run(out / "dyck", out / "dyck_saved")))
 
 
 if __name__ == "__main__":

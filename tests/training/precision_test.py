@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tests.training.tiny import tiny_recipe
-from training import export, fitting, recipes, runs
+from training import fitting, recipes, runs, saved_model
 from training.tasks import make_task
 
 MIXED = ("mixed_bfloat16", "mixed_float16")
@@ -79,7 +79,7 @@ def test_mixed_run_reloads_under_either_policy_and_exports_float32(precision, tm
     atol = {"mixed_bfloat16": 0.1, "mixed_float16": 0.01}[precision]
     np.testing.assert_allclose(own.model(IDS), full.model(IDS), atol=atol)
 
-    saved = export.export_run(run_dir, tmp_path / "export")
+    saved = saved_model.export_run(run_dir, tmp_path / "export")
     loaded = tf.saved_model.load(str(saved))
     served = loaded.serve(tf.constant(IDS))
     assert served.dtype == tf.float32

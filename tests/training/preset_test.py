@@ -6,7 +6,16 @@ import pytest
 
 import zoo
 from tests.training.tiny import TINY
-from training import analyze, evaluate, export, generate, preset, recipes, runs
+from training import (
+    analyze,
+    evaluate,
+    export,
+    generate,
+    preset,
+    recipes,
+    runs,
+    saved_model,
+)
 
 
 def recipe_of(command):
@@ -126,7 +135,7 @@ def test_generate_and_analyze_read_a_preset(dyck_preset, tmp_path):
 
 def test_export_reads_a_built_in_preset_without_data(no_data, tmp_path):
     assert export.main(["preset:dyck_rnn_m4", str(tmp_path / "saved")]) == 0
-    marker = json.loads((tmp_path / "saved" / export.MARKER).read_text())
+    marker = json.loads((tmp_path / "saved" / saved_model.MARKER).read_text())
     assert marker["run_dir"] == str(zoo.presets.preset_dir("dyck_rnn_m4").resolve())
 
 

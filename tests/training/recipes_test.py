@@ -57,13 +57,13 @@ def test_small_scale_overrides_the_paper_scale():
 @pytest.mark.parametrize(
     "name, overrides, message",
     [
-        ("dyck2_mlstm", ["task.kind=tagging"], "Unknown task kind 'tagging'"),
+        ("dyck2_mlstm", ["task.kind=tagging"], "Unknown task.kind 'tagging'"),
         ("dyck2_mlstm", ["model.cell=nope"], "Unknown cell 'nope'; expected one of"),
         ("dyck2_dyck_rnn", ["model.cell=lstm"], "expected model.cell='dyck_rnn'"),
         (
             "recognition_d2_diffstk_rnn",
             ["task.step_labels=all"],
-            "task.step_labels must be 'string' or 'prefix'",
+            "Unknown task.step_labels 'all'; expected one of: string, prefix",
         ),
         ("recognition_d2_diffstk_rnn", ["task.language=D0"], "language must be 'Dn'"),
         ("ptb_word_lstm", ["task.corpus=nope"], "Unknown corpus 'nope'"),
@@ -85,7 +85,7 @@ def test_small_scale_overrides_the_paper_scale():
         (
             "recognition_d2_diffstk_rnn",
             ["task.hard_negatives=insert"],
-            "task.hard_negatives must be 'swap' or 'edit'",
+            "Unknown task.hard_negatives 'insert'; expected one of: swap, edit",
         ),
         ("recognition_d2_diffstk_rnn", ["train.clipvalue=0"], "clipvalue must be > 0"),
         ("dyck2_mlstm", ["train.curriculum=true"], "expected task.kind 'recognition'"),

@@ -1,5 +1,4 @@
 import json
-import math
 import os
 import shutil
 import signal
@@ -8,264 +7,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import scipy.stats
 
-from training import reproduce, reproduction, results
-
-TINY = """
-title = "Tiny table"
-source = "not a paper: two rows of the seconds-long tiny_dyck_lstm recipe"
-seeds = 2
-
-[[metric]]
-key = "test.wcpa"
-label = "test WCPA (%)"
-factor = 100.0
-better = "higher"
-
-[[metric]]
-key = "test.cross_entropy"
-label = "test cross-entropy"
-better = "lower"
-
-[[row]]
-name = "small"
-recipe = "tiny_dyck_lstm"
-paper = { "test.wcpa" = { mean = 50.0, best = 60.0 } }
-
-[[row]]
-name = "wide"
-recipe = "tiny_dyck_lstm"
-overrides = ["model.units=12"]
-
-[[claim]]
-text = "wide has lower cross-entropy than small"
-metric = "test.cross_entropy"
-better = "wide"
-worse = "small"
-"""
-
-
-@pytest.fixture
-def tiny_table(tmp_path):
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY)
-    return path
-
-
-def test_summarize_computes_mean_best_std_and_claims(tiny_table):
-    table = reproduction.load_table(str(tiny_table))
-    results = [
-        {
-            "row": "small",
-            "seed": 0,
-            "seconds": 2.0,
-            "metrics": {"test": {"wcpa": 0.5, "cross_entropy": 1.0}},
-        },
-        {
-            "row": "small",
-            "seed": 1,
-            "seconds": 4.0,
-            "metrics": {"test": {"wcpa": 0.7, "cross_entropy": 0.8}},
-        },
-        {
-            "row": "wide",
-            "seed": 0,
-            "seconds": 3.0,
-            "parameters": 10,
-            "metrics": {"test": {"wcpa": 1.0, "cross_entropy": 0.5}},
-        },
-    ]
-    summary = reproduction.summarize(table, results)
-    small, wide = summary["rows"]
-    wcpa = small["metrics"]["test.wcpa"]
-    assert wcpa["n"] == 2
-    assert wcpa["mean"] == pytest.approx(60.0)
-    assert wcpa["best"] == pytest.approx(70.0)
-    assert wcpa["std"] == pytest.approx(14.142135, rel=1e-6)  # ddof = 1
-    assert wcpa["paper"] == {"mean": 50.0, "best": 60.0}
-    entropy = small["metrics"]["test.cross_entropy"]
-    assert entropy["best"] == pytest.approx(0.8)  # lower is better
-    assert small["seconds"] == pytest.approx(3.0)
-    assert wide["parameters"] == 10
-    assert wide["metrics"]["test.wcpa"]["std"] is None  # one seed has no spread
-    (claim,) = summary["claims"]
-    assert claim["outcome"] == "no verdict" and claim["n"] == [1, 2]
-    assert claim["better_mean"] == pytest.approx(0.5)
-    assert claim["worse_mean"] == pytest.approx(0.9)
-    assert summary["missing"] == {"wide": [1]}  # the table's 2 seeds
-    text = reproduction.markdown(table, summary)
-    assert "| small | 50.00 / 60.00 | 60.00 | 70.00 | 14.14 | 2 |" in text
-    assert "| wide | – | 100.0 | 100.0 | – | 1 | 10 | 3 |" in text
-    assert (
-        "| wide has lower cross-entropy than small | 0.500 vs 0.900 | 1 vs 2 "
-        "| one seed: no verdict |" in text
-    )
-    assert "Not run yet: wide (seed 1)." in text
-    assert "python -m training.train tiny_dyck_lstm model.units=12" in text
-
-
-def test_summarize_shows_every_row_even_without_runs(tiny_table):
-    table = reproduction.load_table(str(tiny_table))
-    summary = reproduction.summarize(table, [])
-    assert [row["name"] for row in summary["rows"]] == ["small", "wide"]
-    text = reproduction.markdown(table, summary)
-    assert "| small | 50.00 / 60.00 | – | – | – | 0 | – | – |" in text
-    assert "Not run yet: every row (seed 0-1)." in text
-    assert "| 0 vs 0 | not measured |" in text
-
-
-def _welch_p(better, worse):
-    """One-sided p of mean(better) > mean(worse): Welch's test written out."""
-    a, b = np.asarray(better, float), np.asarray(worse, float)
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    t = (a.mean() - b.mean()) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    return scipy.stats.t.sf(t, df)
-
-
-@pytest.mark.parametrize(
-    "better, worse, direction, outcome, known",
-    [
-        # Hand-made seeds; `known` is scipy's one-sided p, also computed below.
-        ([91.0, 93.5, 95.0], [52.0, 55.5, 61.0], "higher", "holds", 7.489e-4),
-        ([52.0, 55.5, 61.0], [91.0, 93.5, 95.0], "higher", "reversed", 0.99925),
-        (
-            [73.3, 50.1, 96.6],
-            [46.8, 55.0, 38.7],
-            "higher",
-            "within seed spread",
-            0.08907,
-        ),
-        ([2.61, 2.63, 2.60, 2.62], [2.70, 2.71, 2.69], "lower", "holds", 9.784e-5),
-        ([2.70, 2.71, 2.69], [2.61, 2.63, 2.60, 2.62], "lower", "reversed", 0.99990),
-    ],
-)
-def test_verdict_is_a_one_sided_welch_test(better, worse, direction, outcome, known):
-    result = reproduction.verdict(better, worse, direction)
-    assert result["outcome"] == outcome and result["n"] == [len(better), len(worse)]
-    sign = 1 if direction == "higher" else -1
-    expected = _welch_p([sign * v for v in better], [sign * v for v in worse])
-    assert result["p"] == pytest.approx(expected, rel=1e-9)
-    assert result["p"] == pytest.approx(known, rel=1e-3)
-    assert result["p_opposite"] == pytest.approx(1 - expected, rel=1e-9)
-    shown = {
-        "holds": "holds (p < 0.001)",
-        "reversed": "reversed (p < 0.001 for the opposite)",
-        "within seed spread": "within seed spread (p = 0.089)",
-    }[outcome]
-    assert result["verdict"] == shown
-
-
-@pytest.mark.parametrize(
-    "better, worse, outcome, text",
-    [
-        ([90.0], [50.0, 55.0, 60.0], "no verdict", "one seed: no verdict"),
-        ([90.0, None], [50.0], "no verdict", "one seed: no verdict"),
-        (
-            [90.0, 92.0],
-            [50.0, 55.0],
-            "no verdict",
-            "too few seeds (2 and 2): no verdict (p = 0.011)",
-        ),
-        ([100.0] * 3, [0.0] * 3, "holds", "holds (p < 0.001)"),  # no spread at all
-        (
-            [0.0] * 3,
-            [0.0] * 3,
-            "within seed spread",
-            "within seed spread (every seed equal: no difference)",
-        ),
-        ([], [1.0, 2.0, 3.0], "not measured", "not measured"),
-    ],
-)
-def test_verdict_needs_three_seeds_a_side(better, worse, outcome, text):
-    result = reproduction.verdict(better, worse, "higher")
-    assert (result["outcome"], result["verdict"]) == (outcome, text)
-    if outcome == "no verdict" and min(result["n"]) == 1:
-        assert result["p"] is None
-
-
-def test_p_values_are_never_rounded_across_the_threshold():
-    # p = 0.0498 would print as 0.05 at two digits, beside "holds".
-    assert reproduction._p_text(0.0498) == "p < 0.05"
-    assert reproduction._p_text(0.0512) == "p = 0.051"
-    assert reproduction._p_text(0.31) == "p = 0.31"
-
-
-def test_every_shipped_table_resolves():
-    for name in reproduction.available_tables():
-        table = reproduction.load_table(name)
-        runs = reproduction.plan(table, "unused", seeds=1)
-        assert len(runs) == len(table.rows), name
-
-
-MALI_FORMAL = [
-    "mali_d2",
-    "mali_d3",
-    "mali_d6",
-    "mali_palindrome",
-    "mali_long",
-    "mali_long_d6_palindrome",
-    "mali_noise",
-    "mali_carry_forward",
-    "mali_incremental",
-]
-
-
-@pytest.mark.parametrize("name", MALI_FORMAL)
-def test_mali_formal_language_tables_run_at_the_papers_budget(name):
-    # Section 4.1: 30 epochs, Adam 2e-3, clipped at 15, halved after 3 checks.
-    table = reproduction.load_table(name)
-    assert table.seeds >= 5
-    for run in reproduction.plan(table, "unused", seeds=1):
-        train = run.recipe["train"]
-        assert (train["epochs"], train["learning_rate"]) == (30, 2e-3), run.row.name
-        assert (train["clipvalue"], train["reduce_lr_patience"]) == (15.0, 3)
-        assert train["reduce_lr_factor"] == 0.5
-
-
-@pytest.mark.parametrize(
-    "name, languages",
-    [
-        ("mali_long", {"d2": "mali_d2", "d3": "mali_d3"}),
-        ("mali_long_d6_palindrome", {"d6": "mali_d6", "palindrome": "mali_palindrome"}),
-    ],
-)
-def test_long_string_tables_are_the_language_tables_runs(name, languages):
-    """Tables 8 and 9: the same runs (records copied) and the same paper numbers."""
-    long = reproduction.load_table(name)
-    for row in long.rows:
-        language, _, cell = row.name.partition("_")
-        table = reproduction.load_table(languages[language])
-        same = next(r for r in table.rows if r.name == cell)
-        assert (
-            reproduction.make_run(long, row, 0, "o").recipe
-            == reproduction.make_run(table, same, 0, "o").recipe
-        ), row.name
-        for key in ("long_120.strict", "long_160.strict"):
-            assert row.paper[key] == same.paper[key], row.name
-
-
-def test_runs_go_seed_by_seed_so_a_stopped_sweep_is_even(tiny_table):
-    table = reproduction.load_table(str(tiny_table))
-    planned = reproduction.plan(table, "out", seeds=3)
-    rows = [row.name for row in table.rows]
-    assert [(r.seed, r.row.name) for r in planned] == [
-        (seed, row) for seed in range(3) for row in rows
-    ]
-
-
-def test_shards_split_the_runs_without_overlap(tiny_table):
-    table = reproduction.load_table(str(tiny_table))
-    planned = reproduction.plan(table, "out", seeds=3)
-    shards = [reproduction.shard(planned, i, 2) for i in range(2)]
-    assert sorted(r.run_dir for s in shards for r in s) == sorted(
-        r.run_dir for r in planned
-    )
-    assert not set(r.run_dir for r in shards[0]) & set(r.run_dir for r in shards[1])
-
+from tests.training.tiny import TINY_TABLE
+from training import reproduce, results, table_schema
 
 BAD_INPUTS = [
     (["no_such_table"], "Unknown table 'no_such_table'"),
@@ -288,9 +34,11 @@ def test_bad_input_is_one_line_and_exit_2(
 ):
     monkeypatch.chdir(tmp_path)  # the default --results is ./results
     bad_key = tmp_path / "bad_key.toml"
-    bad_key.write_text(TINY.replace("model.units=12", "model.unitz=12"))
+    bad_key.write_text(TINY_TABLE.replace("model.units=12", "model.unitz=12"))
     bad_field = tmp_path / "bad_field.toml"
-    bad_field.write_text(TINY.replace('recipe = "tiny_dyck_lstm"', 'recpie = "x"', 1))
+    bad_field.write_text(
+        TINY_TABLE.replace('recipe = "tiny_dyck_lstm"', 'recpie = "x"', 1)
+    )
     paths = {"table": tiny_table, "bad_key": bad_key, "bad_field": bad_field}
     argv = [a.format(tmp=tmp_path, **paths) for a in argv]
     argv += ["--out", str(tmp_path / "out")]
@@ -362,7 +110,7 @@ def _metrics(wcpa, cross_entropy):
 
 def _write_record(results_dir, table, row, seed, metrics, folder=None):
     """A record of `row` at `seed` written by hand, as the runner writes one."""
-    run = reproduction.make_run(
+    run = table_schema.make_run(
         table, next(r for r in table.rows if r.name == row), seed, "unused"
     )
     folder = folder or results.record_dir(results_dir, table.name, row, seed)
@@ -389,7 +137,7 @@ SEEDS = {  # test.wcpa, test.cross_entropy of three seeds a row
 @pytest.fixture
 def recorded(tiny_table, tmp_path):
     """A results folder with three seeds of both rows of the tiny table."""
-    table = reproduction.load_table(str(tiny_table))
+    table = table_schema.load_table(str(tiny_table))
     results_dir = tmp_path / "results"
     for row, seeds in SEEDS.items():
         for seed, values in enumerate(seeds):
@@ -476,7 +224,7 @@ def test_the_table_is_made_from_every_record(tiny_table, recorded, tmp_path, cap
 def test_a_record_of_the_same_recipe_is_copied_not_trained(
     tiny_table, tmp_path, capsys
 ):
-    table = reproduction.load_table(str(tiny_table))
+    table = table_schema.load_table(str(tiny_table))
     results_dir = tmp_path / "results"
     _write_record(
         results_dir,
@@ -533,7 +281,7 @@ def trained(tmp_path_factory):
     """The tiny table at one seed, trained once: its file, OUT and RESULTS."""
     folder = tmp_path_factory.mktemp("trained")
     table = folder / "tiny.toml"
-    table.write_text(TINY)
+    table.write_text(TINY_TABLE)
     out, records = folder / "out", folder / "results"
     argv = ["--seeds", "1", "--jobs", "2", "--out", str(out), "--results"]
     assert reproduce.main([str(table), *argv, str(records)]) == 0

@@ -5,9 +5,9 @@ import pytest
 from tests.training.tiny import tiny_recipe
 from training.callbacks import ResetStatesEachEpoch
 from training.data import corpora, dyck, recognition
-from training.data.batching import EpochShuffle
+from training.data.batching import EpochShuffle, curriculum_limits
 from training.metrics import bracket_prediction_accuracy
-from training.tasks import ClosingBracketTask, curriculum_limits, make_task
+from training.tasks import ClosingBracketTask, make_task
 from zoo.cells.dyck import dyck_rnn_model, set_designed_weights
 
 K, M = 2, 4

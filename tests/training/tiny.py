@@ -67,3 +67,38 @@ def train_text_run(folder, extra=()):
     run_dir = folder / "run"
     runs.train_run(tiny_recipe("language_model", corpus, extra), run_dir)
     return run_dir
+
+
+# A two-row reproduction table of `tiny_dyck_lstm`, for the table tests.
+TINY_TABLE = """
+title = "Tiny table"
+source = "not a paper: two rows of the seconds-long tiny_dyck_lstm recipe"
+seeds = 2
+
+[[metric]]
+key = "test.wcpa"
+label = "test WCPA (%)"
+factor = 100.0
+better = "higher"
+
+[[metric]]
+key = "test.cross_entropy"
+label = "test cross-entropy"
+better = "lower"
+
+[[row]]
+name = "small"
+recipe = "tiny_dyck_lstm"
+paper = { "test.wcpa" = { mean = 50.0, best = 60.0 } }
+
+[[row]]
+name = "wide"
+recipe = "tiny_dyck_lstm"
+overrides = ["model.units=12"]
+
+[[claim]]
+text = "wide has lower cross-entropy than small"
+metric = "test.cross_entropy"
+better = "wide"
+worse = "small"
+"""

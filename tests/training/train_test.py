@@ -37,7 +37,7 @@ def test_cli_prints_the_table_and_exports(tmp_path, capsys):
         (["dyck2_mlstm", "model.options=3"], "model.options must be a JSON object"),
         (
             ["recognition_d2_diffstk_rnn", "task.step_labels=all"],
-            "task.step_labels must be 'string' or 'prefix'",
+            "Unknown task.step_labels 'all'; expected one of: string, prefix",
         ),
     ],
 )

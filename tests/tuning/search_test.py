@@ -146,19 +146,6 @@ def test_bayesian_runs_a_trial(tmp_path):
     assert trial["status"] == "COMPLETED"
 
 
-def test_recipe_file_reads_back_as_the_recipe(tmp_path):
-    recipe = recipes.resolve(
-        "dyck2_mlstm",
-        "paper",
-        ['model.options={"forget_bias": 3.0, "name": "a \\"quoted\\" name"}'],
-    )
-    path = search.write_recipe(recipe, tmp_path / "recipe.toml")
-    read_back = recipes.resolve(str(path), "paper")
-    for section in ("task", "model", "train"):
-        assert read_back[section] == recipe[section]
-    assert read_back["description"] == recipe["description"]
-
-
 @pytest.mark.parametrize(
     "arguments, message",
     [

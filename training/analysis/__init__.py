@@ -1,15 +1,15 @@
 """Looking inside trained models: the papers' analyses as library functions.
 
 One module per analysis, each returning numbers and drawing its figure with
-`training.plots`; `python -m training.analyze` and `python -m training.syntax`
+`training.plots` (per-token losses with the state carried come from
+`training.scoring`); `python -m training.analyze` and `python -m training.syntax`
 run them on run directories.
 
-- `scoring`: per-token losses with the state carried (shared by the others).
 - `surprisal`: loss right after surprising inputs (Krause et al. 2016, 4.2).
 - `pabs`: principal angles between transition matrices (second-order report).
 - `routing`: which cell or choice matrix each token used.
 - `stack`: a stack recognizer's push/pop/no-op per step.
 - `ldpa`: accuracy against closing distance on Dyck.
-- `syntax`: targeted syntactic evaluation on minimal pairs.
+- `targeted_syntax`: targeted syntactic evaluation on minimal pairs.
 - `dynamic`: dynamic evaluation (Krause et al. 2017).
 """

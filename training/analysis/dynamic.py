@@ -21,8 +21,8 @@ import keras
 import numpy as np
 
 from training import metrics as metrics_lib
-from training.analysis.compiled import loss_and_gradients
-from training.analysis.scoring import (
+from training.compiled import loss_and_gradients
+from training.scoring import (
     check_stream,
     segment_losses,
     segments,

@@ -1,17 +1,10 @@
-"""What the analysis CLIs read from a run directory, in one place.
+"""What the analysis CLIs read from a loaded run's task and vocabulary.
 
-`load` is the only call into run loading (`training.runs.load_run`); the
-other helpers read a loaded task's splits and vocabulary.
+The run itself is loaded with `training.runs.load_run`; these helpers check
+its kind and split, and read a split's or a text's token ids.
 """
 
 import numpy as np
-
-from training import runs
-
-
-def load(run_dir):
-    """`(recipe, vocabulary, task, model)` of a run: the one use of run loading."""
-    return runs.load_run(run_dir)
 
 
 def check_kind(recipe, kinds, what, run_dir):

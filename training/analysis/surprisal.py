@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from training import plots
-from training.analysis.scoring import LN2
+from training.scoring import LN2
 
 KRAUSE_NOTE = (
     "Krause et al. 2016, Fig. 3 (Hutter Prize), 1-4 steps after: mLSTM 2.26, "

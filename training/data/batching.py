@@ -96,7 +96,7 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
 
     With `lengths` `(N,)` and `limits` `(epochs,)`, epoch e holds only the
     rows whose length is <= `limits[e]` (the last limit after the last
-    epoch): incremental (curriculum) training, `tasks.curriculum_limits`.
+    epoch): incremental (curriculum) training, `curriculum_limits`.
     """
     if (lengths is None) != (limits is None):
         raise ValueError("lengths and limits go together; received only one of them.")
@@ -126,3 +126,25 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
 
     dataset = tf.data.Dataset.range(1).map(permutation).unbatch()
     return dataset.batch(size, drop_remainder=True), EpochShuffle(epoch)
+
+
+def curriculum_limits(lengths, epochs):
+    """Per-epoch maximum string length of incremental (curriculum) training.
+
+    Mali et al. (2020, section 4, Table 3) compare sequential training (every
+    string, every epoch) with incremental training (Das et al.; curriculum
+    learning), feeding strings in increasing length, without a schedule. Ours:
+    over the first half of the epochs (`stages = max(1, epochs // 2)`) the
+    limit grows linearly from the shortest to the longest training length,
+    `shortest + (longest - shortest) * (e + 1) / stages` at epoch e; every
+    string seen once stays in (the set grows), and from epoch `stages - 1` on
+    the model trains on all strings, as sequential training does.
+
+    Returns:
+        int64 `(epochs,)` limits: epoch e trains on strings of length <= it.
+    """
+    lengths = np.asarray(lengths)
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    stages = max(1, epochs // 2)
+    fraction = np.minimum(np.arange(1, epochs + 1) / stages, 1.0)
+    return np.ceil(shortest + (longest - shortest) * fraction).astype(np.int64)

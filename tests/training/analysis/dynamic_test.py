@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import zoo
-from training.analysis import dynamic, scoring
+from training import scoring
+from training.analysis import dynamic
 
 
 def build(stateful=False, batch_size=None):

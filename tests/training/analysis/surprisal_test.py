@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import zoo
-from training.analysis import scoring, surprisal
+from training import scoring
+from training.analysis import surprisal
 
 
 def test_surprising_positions_are_the_top_tenth_of_the_mean_loss():

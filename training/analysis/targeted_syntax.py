@@ -29,7 +29,7 @@ import numpy as np
 from keras import ops
 
 from training import plots
-from training.analysis.compiled import compiled
+from training.compiled import compiled
 from training.data.tokenize import tokenize
 
 _SEPARATOR = "\x00"  # ends each sentence in the one tokenization call

@@ -12,7 +12,7 @@ import tensorflow as tf
 from tests.training.tiny import tiny_recipe
 from training import runs
 from training.data import dyck
-from training.export import export_run
+from training.saved_model import export_run
 
 
 def test_export_serves_the_runs_model(dyck_run, tmp_path):

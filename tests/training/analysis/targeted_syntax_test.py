@@ -6,7 +6,7 @@ import pytest
 
 import zoo
 from training import syntax as syntax_cli
-from training.analysis import syntax
+from training.analysis import targeted_syntax
 from training.data.minimal_pairs import MinimalPair
 from training.data.tokenize import Vocabulary
 
@@ -31,7 +31,7 @@ BIAS = [0.0, 1.0, 0.5, 0.2, 0.1, 3.0, -3.0]  # "laughs" far likelier than "laugh
 
 
 def test_log_likelihood_is_the_sum_over_the_tokens_and_the_end():
-    scores, oov = syntax.score_sentences(
+    scores, oov = targeted_syntax.score_sentences(
         preferring(BIAS), VOCABULARY, ["the author laughs", "the zebra laugh", ""]
     )
     log_p = np.asarray(BIAS) - np.log(np.exp(BIAS).sum())
@@ -53,7 +53,7 @@ def pairs(good_verb="laughs", bad_verb="laugh"):
 
 def test_a_model_built_to_prefer_one_sentence_scores_all_or_nothing():
     model = preferring(BIAS)
-    result = syntax.evaluate_pairs(model, VOCABULARY, pairs(), batch_size=2)
+    result = targeted_syntax.evaluate_pairs(model, VOCABULARY, pairs(), batch_size=2)
     assert result["overall"] == {
         "accuracy": 1.0,
         "pairs": 4,
@@ -66,7 +66,9 @@ def test_a_model_built_to_prefer_one_sentence_scores_all_or_nothing():
     assert result["categories"]["agreement"]["accuracy"] == 1.0
     assert result["conditions"]["agr: plur"]["scored"] == 1
     assert result["sentences_with_oov"] == 4  # zebra (twice), zebras, lions
-    reversed_ = syntax.evaluate_pairs(model, VOCABULARY, pairs("laugh", "laughs"))
+    reversed_ = targeted_syntax.evaluate_pairs(
+        model, VOCABULARY, pairs("laugh", "laughs")
+    )
     assert reversed_["overall"]["accuracy"] == 0.0
 
 
@@ -75,14 +77,14 @@ def test_triples_are_reported_by_contrast(tmp_path):
         MinimalPair("the author laughs", "the author laugh", "npi", "past", "npi", c)
         for c in ("grammatical vs. intrusive", "intrusive vs. ungrammatical")
     ]
-    result = syntax.evaluate_pairs(preferring(BIAS), VOCABULARY, triple)
+    result = targeted_syntax.evaluate_pairs(preferring(BIAS), VOCABULARY, triple)
     assert set(result["suites"]) == {
         "npi (grammatical vs. intrusive)",
         "npi (intrusive vs. ungrammatical)",
     }
-    assert len(syntax.table_rows(result)) == 1 + 2 + 2
+    assert len(targeted_syntax.table_rows(result)) == 1 + 2 + 2
     assert result["pooled"] == {}
-    assert syntax.plot(result, tmp_path / "syntax.png").is_file()
+    assert targeted_syntax.plot(result, tmp_path / "syntax.png").is_file()
 
 
 def test_animate_and_inanimate_sets_are_pooled():
@@ -98,7 +100,7 @@ def test_animate_and_inanimate_sets_are_pooled():
         dataclasses.replace(right, suite="simple_npi_anim", contrast=contrast),
         dataclasses.replace(right, suite="sent_comp"),
     ]
-    result = syntax.evaluate_pairs(model, VOCABULARY, triples)
+    result = targeted_syntax.evaluate_pairs(model, VOCABULARY, triples)
     assert set(result["pooled"]) == {
         f"npi_across ({contrast})",
         f"simple_npi ({contrast})",
@@ -106,7 +108,7 @@ def test_animate_and_inanimate_sets_are_pooled():
     pooled = result["pooled"][f"npi_across ({contrast})"]
     assert pooled["scored"] == 3 and pooled["accuracy"] == pytest.approx(2 / 3)
     assert result["suites"][f"npi_across_inanim ({contrast})"]["accuracy"] == 0.0
-    assert syntax.pooled_suite("long_vp_coord") == "long_vp_coord"
+    assert targeted_syntax.pooled_suite("long_vp_coord") == "long_vp_coord"
     # The printed table cuts no name, however long.
     printed = syntax_cli.report(result)
     assert f"simple_npi ({contrast}), animacy pooled " in printed
@@ -114,16 +116,18 @@ def test_animate_and_inanimate_sets_are_pooled():
 
 def test_no_pairs_is_an_error():
     with pytest.raises(ValueError, match="No minimal pairs"):
-        syntax.evaluate_pairs(preferring(BIAS), VOCABULARY, [])
+        targeted_syntax.evaluate_pairs(preferring(BIAS), VOCABULARY, [])
 
 
 def test_at_least_half_of_the_pairs_must_be_scored():
     model = preferring(BIAS)
     scored = MinimalPair("the author laughs", "the author laugh", "agr", "c", "agr")
     unknown = MinimalPair("the author zebras", "the author lions", "agr", "c", "agr")
-    half = syntax.evaluate_pairs(model, VOCABULARY, [scored, unknown])
-    syntax.check_scored(half, VOCABULARY)  # one of two: enough
-    third = syntax.evaluate_pairs(model, VOCABULARY, [scored, unknown, unknown])
+    half = targeted_syntax.evaluate_pairs(model, VOCABULARY, [scored, unknown])
+    targeted_syntax.check_scored(half, VOCABULARY)  # one of two: enough
+    third = targeted_syntax.evaluate_pairs(
+        model, VOCABULARY, [scored, unknown, unknown]
+    )
     assert third["skipped_because"]["the same ids once unknown words are <unk>"] == 2
     with pytest.raises(ValueError, match="Only 1 of 3 minimal pairs can be scored"):
-        syntax.check_scored(third, VOCABULARY)
+        targeted_syntax.check_scored(third, VOCABULARY)

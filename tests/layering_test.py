@@ -1,0 +1,230 @@
+"""The shape of the house, read from the source with `ast` (nothing is imported).
+
+- Floors: every module of `zoo`, `training` and `tuning` stands on one floor
+  of `FLOORS`, and imports only modules of its own floor or of the floors
+  below it; no module imports a command (`COMMANDS`).
+- Private names stay in their module: no `from x import _y`, no `x._y` on
+  an imported module.
+- No file in `zoo/` or `training/` is over `MAX_LINES` lines.
+"""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("zoo", "training", "tuning")
+MAX_LINES = 500
+
+# The commands (`python -m ...`): each has a `__main__` guard, and no module
+# imports one (a command is a thin layer over library functions).
+COMMANDS = (
+    "training.train",
+    "training.evaluate",
+    "training.export",
+    "training.generate",
+    "training.analyze",
+    "training.syntax",
+    "training.reproduce",
+    "training.preset",
+    "tuning.search",
+)
+
+# Bottom to top: (floor, what stands on it, its modules). A module may import
+# its own floor or a floor below. "pkg.*" is a package and every module in it.
+FLOORS = (
+    ("zoo", "the model library: cells, layers, builders, presets", ("zoo.*",)),
+    ("data", "generating and reading data; no model", ("training.data.*",)),
+    (
+        "core",
+        "what a task and a fit are made of: recipes, metrics, callbacks, "
+        "compiled scoring, the compile-and-fit path",
+        (
+            "training",
+            "training.backends",
+            "training.plots",
+            "training.compiled",
+            "training.recipe_files",
+            "training.recipes",
+            "training.metrics",
+            "training.scoring",
+            "training.compile_mode",
+            "training.callbacks",
+            "training.fitting",
+        ),
+    ),
+    (
+        "tasks",
+        "one class per task kind: data, model, evaluation",
+        ("training.tasks.*",),
+    ),
+    (
+        "runs",
+        "a run directory: training into one, loading and exporting it",
+        ("training.runs", "training.saved_model"),
+    ),
+    (
+        "tables",
+        "reproduction tables: schema, runs, records, summaries",
+        (
+            "training.table_schema",
+            "training.table_summary",
+            "training.results",
+            "training.table_runs",
+        ),
+    ),
+    ("analysis", "the papers' analyses of trained models", ("training.analysis.*",)),
+    ("commands", "the CLIs and the tuner", (*COMMANDS, "tuning.*")),
+)
+
+# removed when arch-zoo merges: that branch splits these files and fixes these
+# imports; until then they are the only exceptions to the rules below.
+ARCH_ZOO_EXCEPTIONS = {
+    "long files": {
+        "zoo/cells/stack.py",
+        "training/data/recognition.py",
+        "training/data/corpora.py",
+    },
+    "private names": {
+        ("training.data.minimal_pairs", "training.data.corpora._find_local"),
+        ("training.analysis.stack", "zoo.cells.stack._StackCell"),
+    },
+}
+
+
+def modules():
+    """`{dotted name: path}` of every module of `PACKAGES`."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def floor_of(module):
+    """The index in `FLOORS` of the one floor `module` stands on."""
+    floors = [
+        index
+        for index, (_, _, members) in enumerate(FLOORS)
+        for member in members
+        if member == module
+        or member.endswith(".*")
+        and (module == member[:-2] or module.startswith(member[:-1]))
+    ]
+    assert len(set(floors)) == 1, f"{module} stands on floors {floors} of FLOORS"
+    return floors[0]
+
+
+def imports(module):
+    """`(line, imported module, names taken from it)` of each import in `module`."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from `package`, up `level - 1` packages
+                parts = package.split(".")
+                anchor = parts[: len(parts) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                if submodule in MODULES:  # `from package import module`
+                    found.append((node.lineno, submodule, ()))
+                else:
+                    found.append((node.lineno, base, (alias.name,)))
+    return found
+
+
+def own(module):
+    return module.split(".")[0] in PACKAGES
+
+
+def is_private(name):
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_every_command_has_a_main_guard_and_only_commands_do():
+    guarded = {
+        module
+        for module, path in MODULES.items()
+        if 'if __name__ == "__main__":' in path.read_text()
+    }
+    assert guarded == set(COMMANDS)
+
+
+def test_modules_import_only_their_own_floor_or_below_and_no_command():
+    wrong = []
+    for module in MODULES:
+        floor = floor_of(module)
+        for line, imported, _ in imports(module):
+            if not own(imported) or imported == module:
+                continue
+            where = f"{MODULES[module].relative_to(ROOT)}:{line}"
+            if imported in COMMANDS:
+                wrong.append(f"{where} imports the command {imported}")
+            elif floor_of(imported) > floor:
+                wrong.append(
+                    f"{where} ({FLOORS[floor][0]}) imports {imported} "
+                    f"({FLOORS[floor_of(imported)][0]}), a floor above"
+                )
+    assert not wrong, "\n".join(wrong)
+
+
+def private_uses(module):
+    """`(line, "module._name")` of each private name `module` takes from another."""
+    tree = ast.parse(MODULES[module].read_text())
+    bound = {}  # a name in this module -> the module it is
+    uses = []
+    for line, imported, names in imports(module):
+        uses += [(line, f"{imported}.{name}") for name in names if is_private(name)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    bound[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in MODULES:
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            chain, value = [node.attr], node.value
+            while isinstance(value, ast.Attribute):
+                chain.insert(0, value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in bound:
+                uses.append((node.lineno, ".".join([bound[value.id], *chain])))
+    return uses
+
+
+def test_no_module_takes_a_private_name_from_another():
+    wrong = [
+        f"{MODULES[module].relative_to(ROOT)}:{line} takes {name}"
+        for module in MODULES
+        for line, name in private_uses(module)
+        if (module, name) not in ARCH_ZOO_EXCEPTIONS["private names"]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_file_is_over_max_lines():
+    long = [
+        f"{path.relative_to(ROOT)}: {count} lines"
+        for package in ("zoo", "training")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if (count := len(path.read_text().splitlines())) > MAX_LINES
+        and str(path.relative_to(ROOT)) not in ARCH_ZOO_EXCEPTIONS["long files"]
+    ]
+    assert not long, f"over {MAX_LINES} lines:\n" + "\n".join(long)

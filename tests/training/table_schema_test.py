@@ -1,0 +1,76 @@
+import pytest
+
+from training import table_schema
+
+
+def test_every_shipped_table_resolves():
+    for name in table_schema.available_tables():
+        table = table_schema.load_table(name)
+        runs = table_schema.plan(table, "unused", seeds=1)
+        assert len(runs) == len(table.rows), name
+
+
+MALI_FORMAL = [
+    "mali_d2",
+    "mali_d3",
+    "mali_d6",
+    "mali_palindrome",
+    "mali_long",
+    "mali_long_d6_palindrome",
+    "mali_noise",
+    "mali_carry_forward",
+    "mali_incremental",
+]
+
+
+@pytest.mark.parametrize("name", MALI_FORMAL)
+def test_mali_formal_language_tables_run_at_the_papers_budget(name):
+    # Section 4.1: 30 epochs, Adam 2e-3, clipped at 15, halved after 3 checks.
+    table = table_schema.load_table(name)
+    assert table.seeds >= 5
+    for run in table_schema.plan(table, "unused", seeds=1):
+        train = run.recipe["train"]
+        assert (train["epochs"], train["learning_rate"]) == (30, 2e-3), run.row.name
+        assert (train["clipvalue"], train["reduce_lr_patience"]) == (15.0, 3)
+        assert train["reduce_lr_factor"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "name, languages",
+    [
+        ("mali_long", {"d2": "mali_d2", "d3": "mali_d3"}),
+        ("mali_long_d6_palindrome", {"d6": "mali_d6", "palindrome": "mali_palindrome"}),
+    ],
+)
+def test_long_string_tables_are_the_language_tables_runs(name, languages):
+    """Tables 8 and 9: the same runs (records copied) and the same paper numbers."""
+    long = table_schema.load_table(name)
+    for row in long.rows:
+        language, _, cell = row.name.partition("_")
+        table = table_schema.load_table(languages[language])
+        same = next(r for r in table.rows if r.name == cell)
+        assert (
+            table_schema.make_run(long, row, 0, "o").recipe
+            == table_schema.make_run(table, same, 0, "o").recipe
+        ), row.name
+        for key in ("long_120.strict", "long_160.strict"):
+            assert row.paper[key] == same.paper[key], row.name
+
+
+def test_runs_go_seed_by_seed_so_a_stopped_sweep_is_even(tiny_table):
+    table = table_schema.load_table(str(tiny_table))
+    planned = table_schema.plan(table, "out", seeds=3)
+    rows = [row.name for row in table.rows]
+    assert [(r.seed, r.row.name) for r in planned] == [
+        (seed, row) for seed in range(3) for row in rows
+    ]
+
+
+def test_shards_split_the_runs_without_overlap(tiny_table):
+    table = table_schema.load_table(str(tiny_table))
+    planned = table_schema.plan(table, "out", seeds=3)
+    shards = [table_schema.shard(planned, i, 2) for i in range(2)]
+    assert sorted(r.run_dir for s in shards for r in s) == sorted(
+        r.run_dir for r in planned
+    )
+    assert not set(r.run_dir for r in shards[0]) & set(r.run_dir for r in shards[1])

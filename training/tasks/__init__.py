@@ -1,0 +1,56 @@
+"""The kinds of experiment: each task knows its data, model, loss and evaluation.
+
+`make_task(recipe, vocabulary=None)` returns the task of `recipe["task"]["kind"]`:
+
+- `DyckTask` (`"dyck"`): next-token prediction on m-bounded Dyck-k (START
+  prepended, END predicted) by a language model, evaluated with WCPA/LDPA and
+  cross-entropy.
+- `ClosingBracketTask` (`"closing_bracket"`): the Dyck-RNN's task on the same
+  data, the closing bracket's type at every position where the next token
+  closes, evaluated with WCPA/LDPA.
+- `RecognitionTask` (`"recognition"`): Dyck-n or palindrome recognition
+  (Mali et al. 2020) with the hybrid loss, evaluated with accuracy overall
+  and per length bin.
+- `LanguageModelTask` (`"language_model"`): a text corpus, stateful truncated
+  BPTT (or epoch-shuffled windows), evaluated with cross-entropy, perplexity
+  and bits per token over the whole split with the state carried through.
+
+Making a task reads no data: the vocabulary (the given one, e.g. a run's
+`vocabulary.json`, or the task's own), the start id and the model follow from
+the recipe. Data are generated or read the first time `train_data`,
+`validation_data` or `evaluate` needs them (a language model without a given
+vocabulary reads its training split to build one).
+
+Every task has `recipe`, `vocabulary`, `vocab_size`, `start_id` (the id a
+text is read after, or None), `head` (what the model outputs:
+`"language_model"`, `"closing_bracket"` or `"recognizer"`), `monitor`,
+`splits` and the methods `build_model(stateful=False, batch_size=None)`,
+`compile_arguments()`, `train_data()` (the dataset and the callbacks it
+needs), `validation_data()`, `evaluate(model, split)`,
+`report(metrics, split)` and `with_recipe(recipe)`.
+"""
+
+from training.tasks.closing_bracket import ClosingBracketTask
+from training.tasks.dyck import DyckTask
+from training.tasks.language_model import LanguageModelTask
+from training.tasks.recognition import RecognitionTask
+
+TASKS = {
+    "dyck": DyckTask,
+    "closing_bracket": ClosingBracketTask,
+    "recognition": RecognitionTask,
+    "language_model": LanguageModelTask,
+}
+
+
+def make_task(recipe, vocabulary=None):
+    """Returns the task of a resolved recipe; reads no data.
+
+    Args:
+        recipe: A recipe from `training.recipes.resolve` (its kind is checked
+            there).
+        vocabulary: The vocabulary to use (a run's `vocabulary.json`);
+            default: the task's own, which for a language model means reading
+            its corpus's training split.
+    """
+    return TASKS[recipe["task"]["kind"]](recipe, vocabulary)

@@ -1,0 +1,160 @@
+"""What every task shares: the recipe, the vocabulary, the language model.
+
+`Task` builds the recipe's language model under its precision policy and
+turns arrays into the datasets `fit` reads (`_shuffled`, `_batched`);
+`_predict` runs a model over a split in a few compiled shapes. Each kind of
+task (`training.tasks`) is a subclass in a module of its own.
+"""
+
+import contextlib
+import copy
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import zoo
+from training import compile_mode
+from training.data import batching
+
+PREDICT_BATCH = 256
+# Under XLA a split is predicted padded to a multiple of this length (and of
+# PREDICT_BATCH rows), so a few compiled shapes serve every split.
+PREDICT_LENGTH_STEP = 64
+
+
+class Task:
+    """What every task shares: the recipe, the vocabulary, the language model."""
+
+    monitor = "val_loss"
+    head = "language_model"
+    end_id = None  # the id that ends a generated string, if the task has one
+    splits = ("valid", "test")
+
+    def __init__(self, recipe, vocabulary=None):
+        self.recipe = recipe
+        self.vocabulary = self.own_vocabulary() if vocabulary is None else vocabulary
+        self.vocab_size = len(self.vocabulary)
+
+    def own_vocabulary(self):
+        """The vocabulary of the task's data (used when none is given)."""
+        raise NotImplementedError
+
+    def with_recipe(self, recipe):
+        """The same data with another recipe's model and training settings.
+
+        Keras Tuner's trials use it: every trial reads the data generated or
+        loaded once, and builds and trains the trial's model.
+        """
+        clone = copy.copy(self)
+        clone.recipe = recipe
+        return clone
+
+    def compile_arguments(self):
+        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+
+    def _builder_arguments(self):
+        # What `zoo.language_model` and `zoo.recognizer` both take.
+        model = self.recipe["model"]
+        return {
+            "cell": model["cell"],
+            "vocab_size": self.vocab_size,
+            "units": model["units"],
+            "embedding_dim": model["embedding_dim"],
+            "num_layers": model["num_layers"],
+            "dropout": model["dropout"],
+            **model["options"],
+        }
+
+    def build_model(self, stateful=False, batch_size=None):
+        """The task's model, built under the recipe's `train.precision` policy.
+
+        With `"mixed_bfloat16"` or `"mixed_float16"` the layers keep float32
+        weights and compute in the lower precision; the output heads compute
+        in float32 (see `zoo.language_model`). The global dtype policy is
+        restored afterwards.
+        """
+        with precision_policy(self.recipe["train"]["precision"]):
+            return self._build_model(stateful, batch_size)
+
+    def _build_model(self, stateful, batch_size):
+        """The recipe's language model (`zoo.language_model`)."""
+        model = self.recipe["model"]
+        return zoo.language_model(
+            output_dropout=model["output_dropout"],
+            tie_embeddings=model["tie_embeddings"],
+            stateful=stateful,
+            batch_size=batch_size,
+            **self._builder_arguments(),
+        )
+
+    def train_shape(self):
+        """`(batch, length)` of every training step's input (one static shape)."""
+        dataset, _ = self.train_data()
+        return tuple(tf.nest.flatten(dataset.element_spec)[0].shape)
+
+    def _shuffled(self, columns, **order):
+        # `order`: `batching.epoch_shuffled`'s `lengths` and `limits` (curriculum).
+        train = self.recipe["train"]
+        dataset, shuffle = batching.epoch_shuffled(
+            columns, train["batch_size"], train["seed"], **order
+        )
+        return dataset, [shuffle]
+
+    def _batched(self, columns):
+        """The split as one batch: one shape for the compiled test step.
+
+        The loss over one batch is the mean over every weighted token, as
+        Keras's batch-size-weighted mean over smaller batches is.
+        """
+        dataset = tf.data.Dataset.from_tensor_slices(columns)
+        return dataset.batch(len(columns[0]), drop_remainder=True)  # a static shape
+
+    def _predict(self, model, inputs):
+        """`model.predict` on a split's `inputs` `(strings, length)`.
+
+        With XLA (`compile_mode.choose` at the split's length) the inputs are
+        padded with padding ids to multiples of `PREDICT_BATCH` rows and
+        `PREDICT_LENGTH_STEP` steps, so every split of a run reuses a few
+        compiled shapes; the outputs are cut back (the models are causal, so
+        padding after a string changes none of its outputs).
+        """
+        rows, length = inputs.shape
+        padded_length = -(-length // PREDICT_LENGTH_STEP) * PREDICT_LENGTH_STEP
+        choice = compile_mode.choose(
+            self.recipe["train"]["jit_compile"],
+            self.recipe["model"]["units"],
+            min(rows, PREDICT_BATCH),
+            padded_length,
+        )
+        compile_mode.apply(model, choice.used)
+        if choice.used:
+            padded_rows = -(-rows // PREDICT_BATCH) * PREDICT_BATCH
+            padded = np.zeros((padded_rows, padded_length), inputs.dtype)
+            padded[:rows, :length] = inputs
+            inputs = padded
+        outputs = model.predict(inputs, batch_size=PREDICT_BATCH, verbose=0)
+        return keras.tree.map_structure(lambda x: x[:rows, :length], outputs)
+
+
+@contextlib.contextmanager
+def precision_policy(name):
+    """Sets Keras's global dtype policy to `name` inside the block.
+
+    `name` is one of `training.recipes.PRECISIONS`; layers take the policy
+    when they are made, so a model built inside keeps it.
+    """
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def check_stateless(model_name, stateful):
+    """Raises a one-line `ValueError` when a stateless model is asked to be stateful."""
+    if stateful:
+        raise ValueError(
+            f"{model_name} is stateless; expected stateful=False, received True."
+        )

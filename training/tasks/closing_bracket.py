@@ -1,0 +1,38 @@
+"""The Dyck-RNN's task: the closing bracket's type where the next token closes."""
+
+import keras
+
+import zoo
+from training.data import dyck
+from training.tasks.base import check_stateless
+from training.tasks.dyck import DyckTask, bracket_metrics
+
+
+class ClosingBracketTask(DyckTask):
+    """The Dyck-RNN's task: which bracket closes, where the next token closes.
+
+    The model (`zoo.dyck_rnn_model`) gives, after each token, probabilities
+    over the k closing brackets; it is trained on the positions whose next
+    token is a closing bracket and evaluated with WCPA/LDPA at every position
+    with a non-empty stack, as the language models are.
+    """
+
+    head = "closing_bracket"
+
+    def compile_arguments(self):
+        return {"loss": keras.losses.SparseCategoricalCrossentropy()}
+
+    def _build_model(self, stateful, batch_size):
+        """The Dyck-RNN of `zoo.dyck_rnn_model`; it is stateless."""
+        check_stateless("The Dyck-RNN", stateful)
+        return zoo.dyck_rnn_model(self.k, self.m, **self.recipe["model"]["options"])
+
+    def _columns(self, split):
+        arrays = self.arrays[split]
+        return arrays.inputs, arrays.close_labels, arrays.close_weights
+
+    def evaluate(self, model, split):
+        arrays = self.arrays[split]
+        closing = self._predict(model, arrays.inputs)
+        probabilities = dyck.closing_as_next_token(closing, self.k)
+        return bracket_metrics(probabilities, arrays, self.k)

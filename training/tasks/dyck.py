@@ -1,0 +1,97 @@
+"""Next-token prediction on m-bounded Dyck-k, evaluated with WCPA and LDPA."""
+
+import functools
+
+import keras
+
+from training import metrics as metrics_lib
+from training.data import dyck
+from training.data.tokenize import Vocabulary
+from training.tasks.base import Task
+
+
+def bracket_metrics(probabilities, arrays, k):
+    """WCPA, LDPA per distance and pooled accuracy of next-token probabilities."""
+    accuracy = metrics_lib.bracket_prediction_accuracy(
+        probabilities, arrays.close_targets, arrays.distances, k=k
+    )
+    return {
+        "wcpa": accuracy.wcpa,
+        "mean_ldpa": accuracy.mean_ldpa,
+        "pooled_accuracy": accuracy.pooled,
+        "ldpa": {str(d): a for d, a in accuracy.ldpa.items()},
+        "ldpa_counts": {str(d): n for d, n in accuracy.counts.items()},
+        "sequences": len(arrays.inputs),
+    }
+
+
+class DyckTask(Task):
+    """Next-token prediction on Dyck-(k, m), evaluated with WCPA and LDPA."""
+
+    def __init__(self, recipe, vocabulary=None):
+        self.k, self.m = recipe["task"]["k"], recipe["task"]["m"]
+        super().__init__(recipe, vocabulary)
+        self.start_id = dyck.START_ID
+        self.end_id = dyck.END_ID
+
+    def own_vocabulary(self):
+        return Vocabulary(dyck.token_names(self.k), unk_token=None)
+
+    @functools.cached_property
+    def arrays(self):
+        """`{"train", "valid", "test"}` -> `DyckArrays`, generated on first use."""
+        task = self.recipe["task"]
+        strings = dyck.dyck_splits(
+            self.k,
+            self.m,
+            train=task["train_sequences"],
+            dev=task["dev_sequences"],
+            test=task["test_sequences"],
+            unit="sequences",
+            seed=self.recipe["train"]["seed"],
+        )
+        return {
+            "train": dyck.frame(strings["train"], self.k),
+            "valid": dyck.frame(strings["dev"], self.k),
+            "test": dyck.frame(strings["test"], self.k),
+        }
+
+    def _columns(self, split):
+        arrays = self.arrays[split]
+        return arrays.inputs, arrays.targets, arrays.mask
+
+    def train_data(self):
+        return self._shuffled(self._columns("train"))
+
+    def validation_data(self):
+        return self._batched(self._columns("valid"))
+
+    def evaluate(self, model, split):
+        arrays = self.arrays[split]
+        logits = self._predict(model, arrays.inputs)
+        probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
+        entropy = metrics_lib.cross_entropy(probabilities, arrays.targets, arrays.mask)
+        return {
+            **bracket_metrics(probabilities, arrays, self.k),
+            "cross_entropy": entropy,
+            "perplexity": metrics_lib.perplexity(entropy),
+            "bits_per_token": metrics_lib.bits_per_character(entropy),
+        }
+
+    def report(self, metrics, split):
+        entropy = (
+            f", cross-entropy {metrics['cross_entropy']:.4f} nats/token"
+            if "cross_entropy" in metrics
+            else ""
+        )
+        lines = [
+            f"{split}: WCPA {metrics['wcpa']:.4f}, mean LDPA "
+            f"{metrics['mean_ldpa']:.4f}, pooled {metrics['pooled_accuracy']:.4f}"
+            f"{entropy} ({metrics['sequences']} sequences, "
+            f"Dyck-({self.k}, {self.m}))",
+            f"{'distance':>10}{'LDPA':>10}{'positions':>11}",
+        ]
+        for distance, value in metrics["ldpa"].items():
+            count = metrics["ldpa_counts"][distance]
+            lines.append(f"{distance:>10}{value:>10.4f}{count:>11}")
+        return "\n".join(lines)

@@ -1,0 +1,129 @@
+"""Language modelling on a text corpus with truncated BPTT."""
+
+import functools
+
+import tensorflow as tf
+
+from training import compile_mode, scoring
+from training import metrics as metrics_lib
+from training.callbacks import ResetStatesEachEpoch
+from training.data import batching, corpora
+from training.data.tokenize import Vocabulary
+from training.tasks.base import Task
+
+EVAL_ROWS = 10  # a language model is evaluated on this many contiguous rows
+
+
+class LanguageModelTask(Task):
+    """Language modelling on a text corpus with truncated BPTT."""
+
+    def __init__(self, recipe, vocabulary=None):
+        task, train = recipe["task"], recipe["train"]
+        self.stateful = train["stateful"]
+        self.batch_size = train["batch_size"]
+        self.sequence_length = task["sequence_length"]
+        super().__init__(recipe, vocabulary)
+        # Text is read after an end of line, as the corpus's lines are.
+        self.start_id = self.vocabulary.eos_id if self.vocabulary.add_eos else None
+
+    def own_vocabulary(self):
+        """Built from the training split only."""
+        corpus = self.corpus
+        return Vocabulary.build(
+            corpus.train, level=corpus.level, add_eos=corpus.add_eos
+        )
+
+    @functools.cached_property
+    def corpus(self):
+        """The recipe's corpus, read on first use."""
+        task = self.recipe["task"]
+        return corpora.load_corpus(
+            task["corpus"], level=task["level"], data_dir=task["data_dir"]
+        )
+
+    @functools.cached_property
+    def encoded(self):
+        """Split name -> `EncodedText` in the task's vocabulary.
+
+        With `task.train_cutoff`, the training lines are cut to that many
+        symbols (`corpora.cut_lines`); validation and test stay whole.
+        """
+        texts = self.corpus.splits()
+        cutoff = self.recipe["task"]["train_cutoff"]
+        if cutoff is not None:
+            texts["train"] = corpora.cut_lines(
+                texts["train"], cutoff, self.corpus.level
+            )
+        return {
+            split: self.vocabulary.encode(text, on_oov="unk", split=split)
+            for split, text in texts.items()
+        }
+
+    def build_model(self, stateful=None, batch_size=None):
+        """The recipe's language model; stateful as `train.stateful` by default."""
+        stateful = self.stateful if stateful is None else stateful
+        batch_size = batch_size or (self.batch_size if stateful else None)
+        return super().build_model(stateful, batch_size)
+
+    def _tbptt(self, split):
+        return batching.tbptt_arrays(
+            self.encoded[split].ids, self.batch_size, self.sequence_length
+        )
+
+    def train_data(self):
+        inputs, targets = self._tbptt("train")
+        if self.stateful:  # row b of a batch continues row b of the last one
+            dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
+            every = self.recipe["train"]["reset_every"]
+            return dataset, [ResetStatesEachEpoch(every)]
+        return self._shuffled(
+            (
+                inputs.reshape(-1, self.sequence_length),
+                targets.reshape(-1, self.sequence_length),
+            )
+        )
+
+    def validation_data(self):
+        return tf.data.Dataset.from_tensor_slices(self._tbptt("valid"))
+
+    def evaluate(self, model, split):
+        """Cross-entropy over the split, read as `EVAL_ROWS` contiguous rows.
+
+        The state is carried from each row's start to its end (the last
+        `(tokens - 1) % EVAL_ROWS` tokens are left out; `tokens` says how
+        many were scored).
+        """
+        segment = self.sequence_length * 8
+        choice = compile_mode.choose(
+            self.recipe["train"]["jit_compile"],
+            self.recipe["model"]["units"],
+            EVAL_ROWS,
+            segment,
+        )
+        compile_mode.configure_determinism(choice.used)
+        losses = scoring.token_losses(
+            self.build_model,
+            model,
+            self.encoded[split].ids,
+            rows=EVAL_ROWS,
+            segment=segment,
+            jit_compile=choice.used,
+        )
+        count = losses.size
+        entropy = float(losses.sum(dtype="float64")) / count
+        return {
+            "cross_entropy": entropy,
+            "perplexity": metrics_lib.perplexity(entropy),
+            "bits_per_token": metrics_lib.bits_per_character(entropy),
+            "tokens": count,
+            "out_of_vocabulary": self.encoded[split].num_oov,
+        }
+
+    def report(self, metrics, split):
+        return (
+            f"{split}: cross-entropy {metrics['cross_entropy']:.4f} nats/token, "
+            f"perplexity {metrics['perplexity']:.2f}, "
+            f"{metrics['bits_per_token']:.4f} bits/token "
+            f"({metrics['tokens']:,} tokens, {metrics['out_of_vocabulary']:,} "
+            "out of vocabulary)"
+        )

@@ -1,0 +1,180 @@
+"""Recognition of Dyck-n or palindromes (Mali et al. 2020) with the hybrid loss."""
+
+import functools
+
+import numpy as np
+
+import zoo
+from training import metrics as metrics_lib
+from training.data import dyck, recognition
+from training.data.batching import curriculum_limits
+from training.data.tokenize import Vocabulary
+from training.tasks.base import Task, check_stateless
+
+
+class RecognitionTask(Task):
+    """Recognition of Dyck-n or palindromes with Mali et al.'s hybrid loss.
+
+    `task.step_labels` sets the `accept` head's per-step target (the string's
+    label, or the prefix's membership); `task.next_symbol_loss` which strings
+    train the `next_symbol` head: `"all"`, or `"positives"` (a negative's
+    continuation is not a sample of the language; with it in the loss no
+    stack cell learned to use its stack, see the README).
+    """
+
+    head = "recognizer"
+    # "train" for the tables' train columns; "test_mixed": their captions' test
+    splits = ("train", "valid", "test", "test_mixed", "long_120", "long_160")
+
+    def __init__(self, recipe, vocabulary=None):
+        self.language = recipe["task"]["language"]
+        super().__init__(recipe, vocabulary)
+        self.start_id = dyck.START_ID
+
+    def own_vocabulary(self):
+        return Vocabulary(recognition.token_names(self.language), unk_token=None)
+
+    @functools.cached_property
+    def arrays(self):
+        """Split name -> `RecognitionArrays`, generated on first use."""
+        splits = recognition.mali_splits(
+            self.language,
+            seed=self.recipe["train"]["seed"],
+            scale=self.recipe["task"]["split_scale"],
+            hard_negatives=self.recipe["task"]["hard_negatives"],
+        )
+        return {
+            name: recognition.frame(split, self.language)
+            for name, split in splits.items()
+        }
+
+    def compile_arguments(self):
+        return zoo.hybrid_recognition_loss()
+
+    def _build_model(self, stateful, batch_size):
+        """The recipe's recognizer (`zoo.recognizer`); it is stateless."""
+        check_stateless("A recognizer", stateful)
+        return zoo.recognizer(**self._builder_arguments())
+
+    def _columns(self, split):
+        arrays = self.arrays[split]
+        if self.recipe["task"]["step_labels"] == "prefix":
+            accept = arrays.prefix_labels  # is the prefix read so far a string?
+        else:  # Mali et al.'s loss: the string's label at every step
+            accept = np.broadcast_to(arrays.labels[:, None], arrays.mask.shape)
+        next_mask = arrays.mask
+        if self.recipe["task"]["next_symbol_loss"] == "positives":
+            # A negative string is no sample of the language: its next
+            # symbols are noise for a model of the language's strings.
+            next_mask = arrays.mask * arrays.labels[:, None].astype(np.float32)
+        return (
+            arrays.inputs,
+            arrays.targets,
+            accept[..., None].astype("float32"),
+            arrays.mask,
+            next_mask,
+        )
+
+    @staticmethod
+    def _as_dicts(inputs, next_symbol, accept, mask, next_mask):
+        targets = {"next_symbol": next_symbol, "accept": accept}
+        return inputs, targets, {"next_symbol": next_mask, "accept": mask}
+
+    def train_data(self):
+        order = {}
+        if self.recipe["train"]["curriculum"]:
+            lengths = self.arrays["train"].lengths
+            limits = curriculum_limits(lengths, self.recipe["train"]["epochs"])
+            order = {"lengths": lengths, "limits": limits}
+        dataset, callbacks = self._shuffled(self._columns("train"), **order)
+        return dataset.map(self._as_dicts), callbacks
+
+    def validation_data(self):
+        return self._batched(self._columns("valid")).map(self._as_dicts)
+
+    def evaluate(self, model, split):
+        """Final-step and strict (all-steps) accuracy, overall and per length bin.
+
+        `accuracy`: the `accept` output at the last step
+        (`metrics.recognition_accuracy`); `strict_accept`: `accept` right at
+        every step for the prefix's membership; `strict`: that and, on
+        positive strings, a legal arg-max `next_symbol` at every step
+        (`metrics.strict_recognition_accuracy`); `strict_positives`: `strict`
+        over the positive strings alone (`positives` of them). Mali et al.'s tables
+        correspond to `strict` (see the README).
+        """
+        arrays = self.arrays[split]
+        outputs = self._predict(model, arrays.inputs)
+        accept = outputs["accept"][..., 0]
+        edges = list(range(0, int(arrays.lengths.max()) + 20, 20))
+        final = metrics_lib.recognition_accuracy(
+            accept, arrays.labels, arrays.lengths, bin_edges=edges
+        )
+        strict_accept = metrics_lib.strict_recognition_accuracy(
+            accept, arrays.prefix_labels, arrays.lengths, bin_edges=edges
+        )
+        strict = metrics_lib.strict_recognition_accuracy(
+            accept,
+            arrays.prefix_labels,
+            arrays.lengths,
+            labels=arrays.labels,
+            next_symbol=outputs["next_symbol"],
+            legal_next=arrays.legal_next,
+            bin_edges=edges,
+        )
+        # The same on positive strings only: the reading under which the
+        # paper's plain RNNs score near 0 (REPRODUCTION.md, "The metric").
+        positive = arrays.labels == 1
+        strict_positives = None
+        if positive.any():
+            strict_positives = metrics_lib.strict_recognition_accuracy(
+                accept[positive],
+                arrays.prefix_labels[positive],
+                arrays.lengths[positive],
+                labels=arrays.labels[positive],
+                next_symbol=outputs["next_symbol"][positive],
+                legal_next=arrays.legal_next[positive],
+            ).overall
+        per_length = {}
+        for (low, high), (value, count) in final.per_bin.items():
+            if count:
+                per_length[f"{low + 1}-{high}"] = {
+                    "accuracy": value,
+                    "strict_accept": strict_accept.per_bin[(low, high)][0],
+                    "strict": strict.per_bin[(low, high)][0],
+                    "strings": count,
+                }
+        return {
+            "accuracy": final.overall,
+            "strict_accept": strict_accept.overall,
+            "strict": strict.overall,
+            "strict_positives": strict_positives,
+            "per_length": per_length,
+            "strings": len(arrays.labels),
+            "positives": int(positive.sum()),
+        }
+
+    def report(self, metrics, split):
+        positives = metrics.get("strict_positives")
+        on_positives = (
+            ""
+            if positives is None
+            else (
+                f", strict on positives {positives:.4f} "
+                f"({metrics['positives']} strings)"
+            )
+        )
+        lines = [
+            f"{split}: strict {metrics['strict']:.4f}, strict accept-only "
+            f"{metrics['strict_accept']:.4f}, final-step accuracy "
+            f"{metrics['accuracy']:.4f} ({metrics['strings']} strings, "
+            f"{self.language}){on_positives}",
+            f"{'length':>10}{'strict':>10}{'accept':>10}{'final':>10}{'strings':>9}",
+        ]
+        for bin_name, value in metrics["per_length"].items():
+            lines.append(
+                f"{bin_name:>10}{value['strict']:>10.4f}"
+                f"{value['strict_accept']:>10.4f}{value['accuracy']:>10.4f}"
+                f"{value['strings']:>9}"
+            )
+        return "\n".join(lines)
