@@ -76,20 +76,6 @@ FLOORS = (
     ("commands", "the CLIs and the tuner", (*COMMANDS, "tuning.*")),
 )
 
-# removed when arch-zoo merges: that branch splits these files and fixes these
-# imports; until then they are the only exceptions to the rules below.
-ARCH_ZOO_EXCEPTIONS = {
-    "long files": {
-        "zoo/cells/stack.py",
-        "training/data/recognition.py",
-        "training/data/corpora.py",
-    },
-    "private names": {
-        ("training.data.minimal_pairs", "training.data.corpora._find_local"),
-        ("training.analysis.stack", "zoo.cells.stack._StackCell"),
-    },
-}
-
 
 def modules():
     """`{dotted name: path}` of every module of `PACKAGES`."""
@@ -214,7 +200,6 @@ def test_no_module_takes_a_private_name_from_another():
         f"{MODULES[module].relative_to(ROOT)}:{line} takes {name}"
         for module in MODULES
         for line, name in private_uses(module)
-        if (module, name) not in ARCH_ZOO_EXCEPTIONS["private names"]
     ]
     assert not wrong, "\n".join(wrong)
 
@@ -225,6 +210,5 @@ def test_no_file_is_over_max_lines():
         for package in ("zoo", "training")
         for path in sorted((ROOT / package).rglob("*.py"))
         if (count := len(path.read_text().splitlines())) > MAX_LINES
-        and str(path.relative_to(ROOT)) not in ARCH_ZOO_EXCEPTIONS["long files"]
     ]
     assert not long, f"over {MAX_LINES} lines:\n" + "\n".join(long)

@@ -16,7 +16,7 @@ import math
 
 import zoo
 from training import recipe_files
-from training.data import corpora, recognition
+from training.data import corpora, languages, recognition
 
 SCALES = ("small", "paper")
 # The task kinds (`training.tasks.TASKS` has a class for each).
@@ -211,7 +211,7 @@ def check(recipe):
     try:
         zoo.get_cell_class(model["cell"])
         if kind == "recognition":
-            recognition.vocabulary_size(task["language"])
+            languages.vocabulary_size(task["language"])
         if kind == "language_model":
             corpora.check_corpus_name(task["corpus"])
     except ValueError as error:

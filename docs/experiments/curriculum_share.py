@@ -4,7 +4,7 @@
 
 For the paper-scale D2 recipe (`recognition_d2_diffstk_rnn --scale paper`)
 with `train.curriculum=true`: the per-epoch length limits
-(`training.tasks.curriculum_limits`), and the share of string presentations
+(`training.data.batching.curriculum_limits`), and the share of string presentations
 and of symbols that EPOCHS epochs of incremental training read, against
 EPOCHS epochs of every string (sequential).
 """
@@ -12,7 +12,8 @@ EPOCHS epochs of every string (sequential).
 import sys
 
 from training import recipes
-from training.tasks import curriculum_limits, make_task
+from training.data.batching import curriculum_limits
+from training.tasks import make_task
 
 epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 recipe = recipes.resolve(

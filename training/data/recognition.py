@@ -46,9 +46,6 @@ from training.data.languages import (
     is_member,
     legal_next,
     prefix_labels,
-    # training/tasks.py reads token_names and training/recipes.py
-    # vocabulary_size here; until they read them from `languages`.
-    token_names,  # noqa: F401
     vocabulary_size,
 )
 

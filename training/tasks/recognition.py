@@ -6,7 +6,7 @@ import numpy as np
 
 import zoo
 from training import metrics as metrics_lib
-from training.data import dyck, recognition
+from training.data import dyck, languages, recognition
 from training.data.batching import curriculum_limits
 from training.data.tokenize import Vocabulary
 from training.tasks.base import Task, check_stateless
@@ -32,7 +32,7 @@ class RecognitionTask(Task):
         self.start_id = dyck.START_ID
 
     def own_vocabulary(self):
-        return Vocabulary(recognition.token_names(self.language), unk_token=None)
+        return Vocabulary(languages.token_names(self.language), unk_token=None)
 
     @functools.cached_property
     def arrays(self):
