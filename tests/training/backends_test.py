@@ -60,6 +60,7 @@ def jax_out(tmp_path_factory):
     return out, done.stdout
 
 
+@pytest.mark.processes
 @needs_jax
 def test_keras_files_trained_on_jax_predict_the_same_on_tensorflow(jax_out):
     out, _ = jax_out
@@ -77,6 +78,7 @@ def test_keras_files_trained_on_jax_predict_the_same_on_tensorflow(jax_out):
         )
 
 
+@pytest.mark.processes
 @needs_jax
 def test_jax_runs_record_their_backend_and_xla(jax_out):
     out, _ = jax_out
@@ -90,6 +92,7 @@ def test_jax_runs_record_their_backend_and_xla(jax_out):
         }
 
 
+@pytest.mark.processes
 @needs_jax
 def test_stateful_language_model_reads_the_same_on_both_backends(jax_out):
     # Truncated BPTT trained on JAX; scoring with the state carried, dynamic
@@ -108,6 +111,7 @@ def test_stateful_language_model_reads_the_same_on_both_backends(jax_out):
     assert json.loads((out / "sample.json").read_text()) == sample
 
 
+@pytest.mark.processes
 @needs_jax
 def test_a_run_trained_on_jax_exports_a_saved_model_that_serves_text(jax_out):
     out, printed = jax_out
@@ -129,6 +133,7 @@ def test_a_run_trained_on_jax_exports_a_saved_model_that_serves_text(jax_out):
     )
 
 
+@pytest.mark.processes
 def test_a_missing_jax_is_one_line_saying_how_to_install_it(tmp_path):
     # Runs without jax too: `sys.modules["jax"] = None` hides an installed one.
     script = (

@@ -55,6 +55,7 @@ def train_both(tmp_path, recipe):
     return results["none"], results["mirrored"]
 
 
+@pytest.mark.processes
 def test_every_cell_trains_a_step_on_two_replicas(tmp_path):
     losses = replicas(tmp_path, 2, "cells")
     assert losses.pop("replicas") == 2
@@ -66,6 +67,7 @@ def test_every_cell_trains_a_step_on_two_replicas(tmp_path):
         assert 0 < loss < 10, cell
 
 
+@pytest.mark.processes
 def test_main_recipe_on_two_replicas_matches_one_device(tmp_path):
     one, two = train_both(tmp_path, tiny_recipe("closing_bracket"))
     assert (one["replicas"], two["replicas"]) == (1, 2)
@@ -76,6 +78,7 @@ def test_main_recipe_on_two_replicas_matches_one_device(tmp_path):
         )
 
 
+@pytest.mark.processes
 def test_language_model_on_two_replicas_matches_one_device(tmp_path):
     text_file = tmp_path / "corpus.txt"
     from tests.training.tiny import TEXT
@@ -126,6 +129,7 @@ def log_loss(run_dir):
         return float(list(csv.DictReader(log))[-1]["loss"])
 
 
+@pytest.mark.processes
 def test_two_workers_write_one_run_and_match_one_process(tmp_path):
     env = {
         **os.environ,

@@ -24,6 +24,7 @@ def test_top_1_is_the_argmax():
     assert sample_next([0.1, 2.0, 0.3], 1.0, 1, rng) == 1
 
 
+@pytest.mark.processes
 def test_generate_cli_needs_no_data(language_model_run):
     env = {k: v for k, v in os.environ.items() if k != "ZOO_DATA_DIR"}
     done = subprocess.run(

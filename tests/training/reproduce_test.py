@@ -425,6 +425,7 @@ def _runner(table, out, *extra):
     )
 
 
+@pytest.mark.processes
 def test_runs_resumes_after_a_kill_and_aggregates(tiny_table, tmp_path):
     out = tmp_path / "out"
     first = out / "runs" / "small" / "seed-0"
@@ -459,6 +460,7 @@ def test_runs_resumes_after_a_kill_and_aggregates(tiny_table, tmp_path):
     assert output.count("seed") >= 3  # a line per finished run
 
 
+@pytest.mark.processes
 def test_two_shards_run_concurrently_and_aggregate_once(tiny_table, tmp_path):
     out = tmp_path / "out"
     shards = [_runner(tiny_table, out, "--shard", f"{i}/2") for i in range(2)]

@@ -85,6 +85,7 @@ def assert_same_run(run_dir, clean_dir):
     assert not (run_dir / runs.BACKUP).exists()
 
 
+@pytest.mark.processes
 def test_resume_after_kills_matches_uninterrupted_run(tmp_path):
     overrides = [*OVERRIDES, "train.epochs=3"]
     recipe = recipes.resolve("tiny_dyck_lstm", "small", overrides)
@@ -97,6 +98,7 @@ def test_resume_after_kills_matches_uninterrupted_run(tmp_path):
     assert_same_run(run_dir, tmp_path / "clean")
 
 
+@pytest.mark.processes
 def test_resume_keeps_checkpoint_and_early_stopping_state(tmp_path):
     # Epoch 1 is worse than epoch 0: the clean run keeps epoch 0's model and
     # stops (patience 1); a resume in epoch 1 must do the same.

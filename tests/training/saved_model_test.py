@@ -40,6 +40,7 @@ def test_serve_refuses_ids_outside_the_vocabulary_and_takes_zero_steps(
         assert empty.shape == (batch, 0, logits)
 
 
+@pytest.mark.processes
 def test_exported_model_answers_in_a_fresh_process(dyck_run, tmp_path):
     saved = export_run(dyck_run, tmp_path / "saved_model")
     texts = ["(a (b b) a)", "(a a)", "(b (a (b b) a) b) (a a)"]
@@ -81,6 +82,7 @@ def test_exported_model_answers_in_a_fresh_process(dyck_run, tmp_path):
         np.testing.assert_allclose(served["log_likelihood"][row], picked, atol=1e-5)
 
 
+@pytest.mark.processes
 def test_export_cli_needs_no_data(language_model_run, tmp_path):
     # The run's corpus file is gone and no data directory is set.
     env = {k: v for k, v in os.environ.items() if k != "ZOO_DATA_DIR"}

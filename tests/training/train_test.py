@@ -66,6 +66,7 @@ def test_a_refused_value_writes_nothing_and_the_corrected_command_runs(
     assert (run_dir / runs.METRICS).is_file()
 
 
+@pytest.mark.processes
 def test_a_second_training_into_a_locked_run_directory_exits_2(tmp_path):
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "training.train", "tiny_dyck_lstm"]

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 150
 
@@ -37,6 +39,7 @@ def start(tuner_id, port, directory):
     )
 
 
+@pytest.mark.processes
 def test_chief_and_worker_on_localhost_run_the_search_and_exit(tmp_path):
     port = free_port()
     chief = start("chief", port, tmp_path)
