@@ -17,7 +17,11 @@ step each, `--steps` steps are timed alternately (one of each in turn, so load
 falls on both) and the medians printed, with the epoch time they imply (median
 step x the recipe's steps per epoch; validation and callbacks not included)
 and the ratio graph/XLA (above 1: XLA is faster). The last column is what
-`train.jit_compile = "auto"` picks for that shape. TensorFlow backend.
+`train.jit_compile = "auto"` picks for that shape.
+
+With `KERAS_BACKEND=jax` the same steps are timed on Keras's JAX backend,
+which compiles every step with XLA: one column, the JAX column of the table
+in benchmarks/README.md (the data still come from tf.data, as in training).
 """
 
 import argparse
@@ -25,7 +29,6 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import zoo
 from training import compile_mode, recipes
@@ -42,7 +45,10 @@ def shape_task(name):
 def batches(task, count):
     """`count` real training batches of the task as (x, y, sample_weight)."""
     data, _ = task.train_data()
-    return [tuple(b) + (None,) * (3 - len(b)) for b in data.take(count)]
+    data = data.take(count)
+    if keras.backend.backend() != "tensorflow":  # NumPy, as Keras's adapter gives
+        data = data.as_numpy_iterator()
+    return [tuple(b) + (None,) * (3 - len(b)) for b in data]
 
 
 def make_model(task, cell, units, jit_compile):
@@ -69,11 +75,12 @@ def step_seconds(model, batch):
     return time.perf_counter() - start
 
 
-def compare(task, cell, units, data):
-    models = [make_model(task, cell, units, jit) for jit in (False, True)]
+def compare(task, cell, units, data, settings):
+    """Median seconds per step for each `jit_compile` in `settings`."""
+    models = [make_model(task, cell, units, jit) for jit in settings]
     for model in models:
         step_seconds(model, data[0])  # traces and compiles
-    seconds = [[], []]
+    seconds = [[] for _ in models]
     for batch in data[1:]:
         for index, model in enumerate(models):
             seconds[index].append(step_seconds(model, batch))
@@ -87,11 +94,18 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
     cells = args.cells or [c for c in zoo.available_cells() if c != "dyck_rnn"]
-    print(f"{args.steps} timed steps, {compile_mode.cpu_name()}, TF {tf.__version__}")
-    print(
-        f"{'shape':<6}{'cell':<18}{'units':>6}{'graph ms':>10}{'XLA ms':>9}"
-        f"{'graph s/ep':>11}{'XLA s/ep':>10}{'graph/XLA':>10}  auto"
-    )
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        settings, version = (False, True), f"TF {tf.__version__}"
+        header = f"{'graph ms':>10}{'XLA ms':>9}{'graph s/ep':>11}{'XLA s/ep':>10}"
+        header += f"{'graph/XLA':>10}  auto"
+    else:  # JAX compiles every step; `jit_compile=True` is what fit uses there
+        settings, version = (True,), f"Keras {keras.__version__} on {backend}"
+        header = f"{backend + ' ms':>10}{backend + ' s/ep':>11}"
+    print(f"{args.steps} timed steps, {compile_mode.cpu_name()}, {version}")
+    print(f"{'shape':<6}{'cell':<18}{'units':>6}{header}")
     for shape in SHAPES:
         task = shape_task(shape)
         data = batches(task, args.steps + 1)
@@ -105,17 +119,22 @@ def main():
         for cell in cells:
             for units in args.units:
                 try:
-                    graph, xla = compare(task, cell, units, data)
+                    times = compare(task, cell, units, data, settings)
                 except (ValueError, TypeError) as error:
                     print(f"{shape:<6}{cell:<18}{units:>6}  skipped: {error}")
                     continue
-                auto = compile_mode.choose("auto", units, batch, length).used
-                print(
-                    f"{shape:<6}{cell:<18}{units:>6}{graph * 1e3:>10.1f}"
-                    f"{xla * 1e3:>9.1f}{graph * steps:>11.1f}{xla * steps:>10.1f}"
-                    f"{graph / xla:>10.2f}  {'XLA' if auto else 'graph'}",
-                    flush=True,
-                )
+                row = f"{shape:<6}{cell:<18}{units:>6}"
+                if len(times) == 1:
+                    row += f"{times[0] * 1e3:>10.1f}{times[0] * steps:>11.1f}"
+                else:
+                    graph, xla = times
+                    auto = compile_mode.choose("auto", units, batch, length).used
+                    row += (
+                        f"{graph * 1e3:>10.1f}{xla * 1e3:>9.1f}{graph * steps:>11.1f}"
+                        f"{xla * steps:>10.1f}{graph / xla:>10.2f}  "
+                        f"{'XLA' if auto else 'graph'}"
+                    )
+                print(row, flush=True)
                 keras.backend.clear_session()
 
 
