@@ -44,6 +44,24 @@ def cpu_name():
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+# The vector instructions that change a CPU's float arithmetic and speed;
+# two hosts that /proc/cpuinfo both calls "AMD EPYC" can differ here.
+CPU_FEATURES = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+
+
+def cpu_features():
+    """Those of `CPU_FEATURES` this CPU has, in that order ([] if unknown)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip().lower() == "flags":
+                flags = set(value.split())
+                return [name for name in CPU_FEATURES if name in flags]
+    except OSError:
+        pass
+    return []
+
+
 def choose(setting, units, batch, length):
     """The `Choice` for `train.jit_compile=setting` for one step's shape.
 

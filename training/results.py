@@ -5,9 +5,10 @@
         metrics.json   its metrics on every split
         log.csv        its per-epoch history (Keras's CSVLogger)
         timing.json    seconds of training over all attempts, and attempts
-        host.json      the machine it trained on: CPU model and count,
-                       platform, Python, TensorFlow and Keras versions, the
-                       Keras backend (and JAX's version on JAX; GPUs where
+        host.json      the machine it trained on: CPU model, its vector
+                       instructions (cpu_features) and count, platform,
+                       Python, TensorFlow and Keras versions, the Keras
+                       backend (and JAX's version on JAX; GPUs where
                        nvidia-smi names any)
         record.json    parameters (counted from best.keras when recorded);
                        `copied_from` when the run is another table's record
@@ -80,6 +81,7 @@ def host(backend="tensorflow"):
     )
     info = {
         "cpu": compile_mode.cpu_name(),
+        "cpu_features": compile_mode.cpu_features(),
         "cpus": cpus,
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -101,8 +103,11 @@ def describe_host(info):
     if not isinstance(info, dict) or not info.get("cpu"):
         return None
     text = str(info["cpu"])
-    if info.get("cpus"):
-        text += f" ({info['cpus']} CPUs)"
+    details = [f"{info['cpus']} CPUs"] if info.get("cpus") else []
+    if isinstance(info.get("cpu_features"), list) and info["cpu_features"]:
+        details.append(" ".join(map(str, info["cpu_features"])))
+    if details:
+        text += f" ({', '.join(details)})"
     if info.get("gpus"):
         text += f", GPU {', '.join(map(str, info['gpus']))}"
     return text

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import keras
 import pytest
 import tensorflow as tf
@@ -157,3 +159,16 @@ def test_compiled_padded_evaluation_equals_the_graphs(kind):
             assert results[True][key] == pytest.approx(value, abs=1e-5), key
         else:
             assert results[True][key] == value, key
+
+
+def test_cpu_features_are_the_known_flags_this_cpu_has_in_order():
+    features = compile_mode.cpu_features()
+    assert features == [name for name in compile_mode.CPU_FEATURES if name in features]
+    flags = [
+        line.partition(":")[2].split()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.partition(":")[0].strip() == "flags"
+    ]
+    if flags:  # Linux: exactly the listed names that the kernel reports
+        expected = [name for name in compile_mode.CPU_FEATURES if name in flags[0]]
+        assert features == expected

@@ -11,7 +11,7 @@ import pytest
 import scipy.stats
 
 from tests.training.tiny import TINY_TABLE
-from training import reproduce, results, table_schema
+from training import compile_mode, reproduce, results, table_schema
 
 BAD_INPUTS = [
     (["no_such_table"], "Unknown table 'no_such_table'"),
@@ -316,6 +316,9 @@ def test_finished_runs_are_recorded_and_not_trained_again(trained, tmp_path, cap
     assert json.loads((record / "record.json").read_text())["parameters"] > 0
     summary = json.loads((out / "tiny.json").read_text())
     assert summary["runs"][0]["host"].startswith(host["cpu"])
+    # The vector instructions tell two hosts of one CPU name apart.
+    assert host["cpu_features"] == compile_mode.cpu_features()
+    assert " ".join(host["cpu_features"]) in summary["runs"][0]["host"]
 
     fresh = tmp_path / "fresh"  # another machine: the records, no run directory
     argv = ["--seeds", "1", "--out", str(fresh), "--results", str(records)]
@@ -472,3 +475,10 @@ def test_two_shards_run_concurrently_and_aggregate_once(tiny_table, tmp_path):
     assert sum("written: " in output for output in outputs) == 1
     _complete_summary(out)
     assert "| small | 50.00 / 60.00 |" in (out / "tiny.md").read_text()
+
+
+def test_a_host_is_described_with_its_vector_instructions_when_recorded():
+    old = {"cpu": "AMD EPYC", "cpus": 2}  # a record from before cpu_features
+    assert results.describe_host(old) == "AMD EPYC (2 CPUs)"
+    new = {**old, "cpu_features": ["avx2", "fma", "avx512f"]}
+    assert results.describe_host(new) == "AMD EPYC (2 CPUs, avx2 fma avx512f)"
