@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from training import plots, runs, scoring
-from training.analysis import ldpa, pabs, routing, stack, surprisal
+from training.analysis import ldpa, pabs, routing, stack_actions, surprisal
 from training.analysis.loading import (
     check_kind,
     check_split,
@@ -145,19 +145,23 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         run = runs.load_run(run_dir)
         check_kind(run.recipe, ("recognition",), "stack", run_dir)
-        stack.check_stack_recognizer(run.model)
+        stack_actions.check_stack_recognizer(run.model)
         check_split(run.task, split)
         language = run.task.language
         arrays = run.task.arrays[split]
         positives = [row[row != 0] for row in arrays.inputs[arrays.labels == 1]]
         shares = [
-            stack.agreement(t["actions"], stack.pda_actions(s, language))
-            for s, t in zip(positives, stack.trace(run.model, positives), strict=True)
+            stack_actions.agreement(
+                t["actions"], stack_actions.pda_actions(s, language)
+            )
+            for s, t in zip(
+                positives, stack_actions.trace(run.model, positives), strict=True
+            )
         ]
         matching = sum(s["matching"] for s in shares)
         counted = sum(s["steps"] for s in shares)
         shown = encode_texts(run.task, texts) if texts else positives[:samples]
-        traced = stack.trace(run.model, shown)
+        traced = stack_actions.trace(run.model, shown)
         result = {
             "split": split,
             "language": language,
@@ -177,7 +181,7 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
         computed.append((name, run.recipe, result, traced))
     plots.make_out_dir(out)
     for name, recipe, result, traced in computed:
-        stack.plot(
+        stack_actions.plot(
             [shown["tokens"] for shown in result["shown"]],
             traced,
             out / f"stack-{name}.png",

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 import zoo
 from training import recipes
-from training.analysis import stack
+from training.analysis import stack_actions
 from training.data import languages
 from training.data.dyck import FIRST_BRACKET_ID
 from training.tasks import make_task
@@ -59,17 +59,19 @@ def actions(model, arrays, strings=200):
     rows = np.flatnonzero(arrays.labels == 1)[:strings]
     ids = [arrays.inputs[row, : arrays.lengths[row] + 1] for row in rows]
     counts = np.zeros(6)
-    for string, traced in zip(ids, stack.trace(model, ids), strict=True):
+    for string, traced in zip(ids, stack_actions.trace(model, ids), strict=True):
         best = traced["actions"].argmax(axis=-1)
-        agree = stack.agreement(traced["actions"], stack.pda_actions(string, "D2"))
+        agree = stack_actions.agreement(
+            traced["actions"], stack_actions.pda_actions(string, "D2")
+        )
         opening = (string >= FIRST_BRACKET_ID) & (string < FIRST_BRACKET_ID + 2)
         closing = string >= FIRST_BRACKET_ID + 2
         counts += [
             agree["matching"],
             agree["steps"],
-            (best[opening] == stack.PUSH).sum(),
+            (best[opening] == stack_actions.PUSH).sum(),
             opening.sum(),
-            (best[closing] == stack.POP).sum(),
+            (best[closing] == stack_actions.POP).sum(),
             closing.sum(),
         ]
     return [round(float(counts[i] / counts[i + 1]), 3) for i in (0, 2, 4)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from training import fitting, recipes
-from training.analysis import stack
+from training.analysis import stack_actions
 from training.data.dyck import FIRST_BRACKET_ID
 from training.tasks import make_task
 
@@ -70,12 +70,12 @@ def test_trained_diffstk_rnn_pushes_on_opening_and_pops_on_closing_brackets():
     positives = np.flatnonzero(arrays.labels == 1)
     ids = [arrays.inputs[row, : arrays.lengths[row] + 1] for row in positives]
     opening = closing = pushes = pops = 0
-    for string, traced in zip(ids, stack.trace(model, ids), strict=True):
+    for string, traced in zip(ids, stack_actions.trace(model, ids), strict=True):
         best = traced["actions"].argmax(axis=-1)
         is_open = (string >= FIRST_BRACKET_ID) & (string < FIRST_BRACKET_ID + 2)
         is_close = string >= FIRST_BRACKET_ID + 2
         opening, closing = opening + is_open.sum(), closing + is_close.sum()
-        pushes += (best[is_open] == stack.PUSH).sum()
-        pops += (best[is_close] == stack.POP).sum()
+        pushes += (best[is_open] == stack_actions.PUSH).sum()
+        pops += (best[is_close] == stack_actions.POP).sum()
     # measured: PUSH on 72% of opening, POP on 100% of closing brackets
     assert pushes / opening > 0.6 and pops / closing > 0.6

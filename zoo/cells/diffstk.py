@@ -4,7 +4,7 @@ Each DiffStk cell wraps a controller cell (an RNN, LSTM, mRNN, mLSTM or
 MI-RNN, each the zoo's or Keras's own cell) with the same stack and options:
 the read term added to the previous state, the scaled tanh `f1`, Gaussian
 state noise during training and the carry-forward update on repeated NO-OPs.
-The stack is the `DifferentiableStack` of `zoo.layers.stack`, held by the
+The stack is the `DifferentiableStack` of `zoo.layers.differentiable_stack`, held by the
 base `zoo.cells.stack_cell.StackCell`; the state is flat, `[z, (c,) stack,
 no-op counter]`.
 """
@@ -18,7 +18,7 @@ from zoo.cells.multiplicative import MultiplicativeLSTMCell, MultiplicativeRNNCe
 from zoo.cells.multiplicative_integration import MIRNNCell
 from zoo.cells.stack_cell import StackCell
 from zoo.checks import check_choice, check_number
-from zoo.layers.stack import NO_OP
+from zoo.layers.differentiable_stack import NO_OP
 from zoo.registry import register_cell
 
 LECUN_TANH_SCALE = 1.7159
@@ -242,7 +242,7 @@ class DiffStkRNNCell(DiffStkCell):
     and standard deviation are not given in the paper: the noise is off by
     default. A carried-forward step keeps the controller's other states
     (the LSTM cell `c`) in the same proportion. The stack is
-    `zoo.layers.stack.DifferentiableStack`: empty value -1 (Joulin &
+    `zoo.layers.differentiable_stack.DifferentiableStack`: empty value -1 (Joulin &
     Mikolov; Mali et al. do not state one) and NO-OP kept at every depth.
     The state is `[z, stack, counter]`.
 

@@ -1,6 +1,7 @@
 """The base of the stack-augmented cells, and tracing what a stack cell does.
 
-`StackCell` holds the one `DifferentiableStack` of `zoo.layers.stack` and the
+`StackCell` holds the one `DifferentiableStack` of
+`zoo.layers.differentiable_stack` and the
 options every stack cell shares; `zoo.cells.stack_rnn.StackRNNCell` and the
 DiffStk cells of `zoo.cells.diffstk` derive from it. `trace_stack` runs a
 built stack cell over a sequence and returns its per-step action
@@ -10,7 +11,7 @@ probabilities and stack tops, for inspecting a trained model.
 from keras import ops
 
 from zoo.cells.base import ZooCell
-from zoo.layers.stack import DifferentiableStack
+from zoo.layers.differentiable_stack import DifferentiableStack
 
 
 class StackCell(ZooCell):
@@ -81,7 +82,7 @@ def trace_stack(cell, inputs, initial_state=None, training=False):
 
     For inspecting a (trained) stack cell: steps the cell in a Python loop
     and collects, for every step, the action probabilities (PUSH, POP[,
-    NO-OP], in the order of `zoo.layers.stack`) and the top of the stack
+    NO-OP], in the order of `zoo.layers.differentiable_stack`) and the top of the stack
     after the step's update.
 
     Args:

@@ -1,7 +1,7 @@
 """Joulin & Mikolov's (2015) stack-augmented RNN (StackRNN).
 
 The state is flat, `[h, stack]`; the stack is the `DifferentiableStack` of
-`zoo.layers.stack`, held by the base `zoo.cells.stack_cell.StackCell`.
+`zoo.layers.differentiable_stack`, held by the base `zoo.cells.stack_cell.StackCell`.
 """
 
 import keras
@@ -24,7 +24,8 @@ class StackRNNCell(StackCell):
 
     The controller reads the top `read_depth` elements (the paper's `k`) of
     the stack before this step's update; the stack is
-    `zoo.layers.stack.DifferentiableStack` (empty value -1 as in the paper).
+    `zoo.layers.differentiable_stack.DifferentiableStack` (empty value -1 as
+    in the paper).
     The state is `[h, stack]`, the stack flat with `stack_depth *
     stack_width` entries.
 

@@ -3,7 +3,13 @@ import numpy as np
 import pytest
 
 from tests.zoo.cells.reference import sigmoid
-from zoo.layers.stack import NO_OP, POP, PUSH, DifferentiableStack, stack_update
+from zoo.layers.differentiable_stack import (
+    NO_OP,
+    POP,
+    PUSH,
+    DifferentiableStack,
+    stack_update,
+)
 
 BATCH, DEPTH, WIDTH, UNITS = 3, 4, 2, 5
 EMPTY = -1.0

@@ -21,7 +21,7 @@ import zoo
 from training import plots
 from training.data.dyck import END_ID, FIRST_BRACKET_ID, START_ID
 from zoo.cells.stack_cell import StackCell
-from zoo.layers.stack import NO_OP, POP, PUSH
+from zoo.layers.differentiable_stack import NO_OP, POP, PUSH
 
 ACTIONS = ("push", "pop", "no-op")
 
