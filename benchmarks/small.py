@@ -51,6 +51,11 @@ def batches(task, count):
     return [tuple(b) + (None,) * (3 - len(b)) for b in data]
 
 
+def reads_ids(cell):
+    """Whether the cell reads token ids itself (no embedding), as tensor_rnn."""
+    return zoo.cell_takes_vocab_size(zoo.get_cell_class(cell))
+
+
 def make_model(task, cell, units, jit_compile):
     keras.utils.set_random_seed(0)
     recipe = {
@@ -59,7 +64,8 @@ def make_model(task, cell, units, jit_compile):
             **task.recipe["model"],
             "cell": cell,
             "units": units,
-            "embedding_dim": units,
+            # Cells that read token ids (tensor_rnn) have no embedding.
+            "embedding_dim": None if reads_ids(cell) else units,
             "options": {},
         },
     }
