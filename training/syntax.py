@@ -6,7 +6,13 @@
 The share of minimal pairs in which the run's model gives the grammatical
 sentence the higher log-likelihood (Marvin & Linzen 2018), per category,
 per test set and per condition, with the out-of-vocabulary counts (OOV words
-are scored as `<unk>`; see `training.analysis.targeted_syntax`). Writes
+are scored as `<unk>`; see `training.analysis.targeted_syntax`). Both
+sentences of a pair are first written in the spelling conventions of the
+corpus the run was trained on (`training.data.conventions`; recorded in its
+`vocabulary.json`, or for an older run derived from its recipe's corpus),
+so a suite written with case and punctuation reads on a PTB or WikiText
+vocabulary. The report names the conventions and counts the pairs scored,
+skipped and scored with an OOV word; fewer than half scored exits 2. Writes
 `syntax.json`, `syntax.csv` and `syntax.png` to `--out` (default:
 `RUN_DIR/syntax-SUITE/`). `--every N` scores every N-th pair only, in
 the suite's order, for a quick look (the full Marvin & Linzen suite is
@@ -46,7 +52,9 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
     run = runs.load_run(run_dir)
     check_kind(run.recipe, ("language_model",), "Syntactic evaluation", run_dir)
     pairs = load_suite(suite, data_dir)[::every]
-    result = targeted_syntax.evaluate_pairs(run.model, run.vocabulary, pairs)
+    result = targeted_syntax.evaluate_pairs(
+        run.model, run.vocabulary, pairs, conventions=run.task.conventions
+    )
     targeted_syntax.check_scored(result, run.vocabulary)
     result["suite"] = suite
     result["every"] = every
@@ -60,12 +68,21 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
 
 
 def report(result):
+    overall = result["overall"]
+    reasons = targeted_syntax.skip_reasons(result)
+    lines = [
+        f"conventions {result['conventions']}: {overall['scored']:,} of "
+        f"{overall['pairs']:,} pairs scored "
+        f"({overall['scored'] / overall['pairs']:.1%}), {overall['with_oov']:,} "
+        f"of them with an OOV word (scored as <unk>); {overall['skipped']:,} "
+        "skipped" + (f" ({reasons})" if reasons else "")
+    ]
     sections = [("overall", result["overall"])]
     sections += [(f"category {n}", s) for n, s in result["categories"].items()]
     sections += list(result["suites"].items())
     sections += [(f"{name}, animacy pooled", s) for name, s in result["pooled"].items()]
     width = max(len(name) for name, _ in sections) + 1  # names are never cut
-    lines = [
+    lines += [
         f"{'':{width}}"
         f"{'accuracy':>9}{'scored':>8}{'skipped':>8}{'OOV':>7}{'no-OOV acc':>11}"
     ]

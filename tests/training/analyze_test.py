@@ -251,7 +251,8 @@ def test_syntax_bad_input_is_one_line_status_2_and_writes_nothing(
         (
             [characters, "--suite", unscorable],
             "Only 0 of 2 minimal pairs can be scored with this run's char-level "
-            "vocabulary (skipped 2: the same ids once unknown words are <unk>)",
+            "vocabulary in characters conventions (skipped 2: the words that tell "
+            "them apart are all outside the vocabulary)",
         ),
         ([lm, "--suite", one_of_three], "Only 1 of 3 minimal pairs can be scored"),
         ([lm, "--suite", good, "--out", str(file)], "is a file; expected a folder"),

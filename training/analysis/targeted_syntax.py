@@ -4,23 +4,28 @@ Marvin & Linzen (2018); the second-order report, section 5 and Table 3. A
 pair counts as correct when the grammatical sentence has the strictly higher
 log-likelihood under the model.
 
-Scoring. Each sentence is tokenized with the run's vocabulary (its level and
-whitespace or character split, as the training text was) and read from the
-zero state (one sentence per row, so the state is reset per sentence). When
-the vocabulary ends lines with `<eos>`, the sentence is read after `<eos>` (as
-every line of the training text is) and its log-likelihood includes the
-`<eos>` that ends it; without one, the first token is not scored.
+Scoring. Each sentence is first written in the spelling conventions of the
+run's training corpus (`training.data.conventions`: PTB's lower case without
+punctuation, WikiText's split punctuation and `@-@`, ...; suites are written
+with case and punctuation, `"Susan revealed herself."`), then tokenized with
+the run's vocabulary (its level and whitespace or character split, as the
+training text was) and read from the zero state (one sentence per row, so
+the state is reset per sentence). When the vocabulary ends lines with
+`<eos>`, the sentence is read after `<eos>` (as every line of the training
+text is) and its log-likelihood includes the `<eos>` that ends it; without
+one, the first token is not scored.
 
 Out-of-vocabulary words become `<unk>` and are scored as `<unk>` (the
 model's probability of the unknown-word class). A pair with an OOV word in
 either sentence is scored and counted in `with_oov`; the accuracy over the
 pairs without any OOV is reported beside. A pair is skipped (not scored)
-when its two sentences are the same ids after the `<unk>` mapping (the
-words that differ are both unknown), when a sentence has no token to score,
-or when the vocabulary has no `<unk>` and a word is unknown; the result
-counts each reason (`skipped_because`). Fewer than half of the pairs scored
-says more about the suite's spelling than about the model: `check_scored`
-refuses it.
+when its two sentences are the same text once written in the conventions
+(they differ only in what the conventions drop, as punctuation on PTB),
+when they are the same ids after the `<unk>` mapping (the words that differ
+are all unknown), when a sentence has no token to score, or when the
+vocabulary has no `<unk>` and a word is unknown; the result counts each
+reason (`skipped_because`). Fewer than half of the pairs scored says more
+about the suite's words than about the model: `check_scored` refuses it.
 """
 
 import collections
@@ -30,6 +35,7 @@ from keras import ops
 
 from training import plots
 from training.compiled import compiled
+from training.data.conventions import AS_WRITTEN, normalize
 from training.data.tokenize import tokenize
 
 _SEPARATOR = "\x00"  # ends each sentence in the one tokenization call
@@ -147,8 +153,12 @@ def pooled_suite(suite):
     return suite
 
 
-def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
+def evaluate_pairs(model, vocabulary, pairs, batch_size=256, conventions=None):
     """Accuracy on `pairs` (`training.data.minimal_pairs.MinimalPair`s).
+
+    Both sentences of every pair are written in `conventions` (a name of
+    `training.data.conventions.CONVENTIONS`; default: the vocabulary's, or
+    the text as written when it names none) before they are tokenized.
 
     Returns:
         A dict with `"overall"`, `"categories"`, `"suites"`, `"pooled"` and
@@ -156,25 +166,34 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
         `skipped`, `with_oov`, `accuracy_without_oov`, `without_oov`); the
         keys of `"suites"` are `suite` or `suite (contrast)`, those of
         `"pooled"` the suites split by animacy with the split undone
-        (`pooled_suite`), those of `"conditions"` add `: condition`.
+        (`pooled_suite`), those of `"conditions"` add `: condition`;
+        `"conventions"` names the conventions used.
     """
     if not pairs:
         raise ValueError("No minimal pairs to score; expected at least one.")
-    sentences = sorted({p.good for p in pairs} | {p.bad for p in pairs})
+    if conventions is None:
+        conventions = vocabulary.conventions or AS_WRITTEN[vocabulary.level]
+    written = {
+        text: normalize(text, conventions)
+        for text in {p.good for p in pairs} | {p.bad for p in pairs}
+    }
+    sentences = sorted(set(written.values()))
     position = {s: i for i, s in enumerate(sentences)}
     scores, oov = score_sentences(model, vocabulary, sentences, batch_size)
     ids, _ = encode_sentences(vocabulary, sentences)
     counts = collections.defaultdict(lambda: np.zeros(6, "int64"))
     skipped_because = dict.fromkeys(SKIP_REASONS, 0)
     for pair in pairs:
-        good, bad = position[pair.good], position[pair.bad]
+        good, bad = position[written[pair.good]], position[written[pair.bad]]
         suite = f"{pair.suite} ({pair.contrast})" if pair.contrast else pair.suite
         keys = ("overall", f"category:{pair.category}", f"suite:{suite}")
         keys += (f"condition:{suite}: {pair.condition}",)
         pooled = pooled_suite(suite)
         if pooled != suite:
             keys += (f"pooled:{pooled}",)
-        skipped = _skip_reason(ids[good], ids[bad], scores[good], scores[bad])
+        skipped = _skip_reason(
+            good == bad, ids[good], ids[bad], scores[good], scores[bad]
+        )
         if skipped:
             skipped_because[skipped] += 1
             row = (0, 0, 0, 0, 0, 1)
@@ -184,7 +203,10 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
             row = (correct, 1, has_oov, correct * (1 - has_oov), 1 - has_oov, 0)
         for key in keys:
             counts[key] += row
-    result = {"overall": _summary(*counts.pop("overall").tolist())}
+    result = {
+        "conventions": conventions,
+        "overall": _summary(*counts.pop("overall").tolist()),
+    }
     for section, prefix in (
         ("categories", "category:"),
         ("suites", "suite:"),
@@ -205,41 +227,49 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256):
 SKIP_REASONS = (
     "a word the vocabulary lacks, and it has no <unk>",
     "a sentence with no token to score",
-    "the same ids once unknown words are <unk>",
+    "the same text once written in the conventions",
+    "the words that tell them apart are all outside the vocabulary",
 )
 
 
-def _skip_reason(good_ids, bad_ids, good_score, bad_score):
+def _skip_reason(same_text, good_ids, bad_ids, good_score, bad_score):
     """Why a pair cannot be scored (one of `SKIP_REASONS`), or None."""
     if good_ids is None or bad_ids is None:
         return SKIP_REASONS[0]
+    if same_text:
+        return SKIP_REASONS[2]
     if np.isnan(good_score) or np.isnan(bad_score):
         return SKIP_REASONS[1]
     if good_ids == bad_ids:
-        return SKIP_REASONS[2]
+        return SKIP_REASONS[3]
     return None
+
+
+def skip_reasons(result):
+    """`"COUNT: REASON; ..."` for each reason `result` skipped pairs for."""
+    return "; ".join(
+        f"{count:,}: {reason}"
+        for reason, count in result["skipped_because"].items()
+        if count
+    )
 
 
 def check_scored(result, vocabulary):
     """Raises a one-line `ValueError` unless at least half of the pairs were scored.
 
     `result` is `evaluate_pairs`'s; the message counts each reason for
-    skipping and names the vocabulary's level, whose conventions the suite's
-    text must follow.
+    skipping and names the vocabulary's level and the conventions the
+    suite's text was written in.
     """
     overall = result["overall"]
     if 2 * overall["scored"] >= overall["pairs"]:
         return
-    reasons = "; ".join(
-        f"{count:,}: {reason}"
-        for reason, count in result["skipped_because"].items()
-        if count
-    )
     raise ValueError(
         f"Only {overall['scored']:,} of {overall['pairs']:,} minimal pairs can be "
-        f"scored with this run's {vocabulary.level}-level vocabulary (skipped "
-        f"{reasons}); expected at least half: write the suite in the tokens the "
-        "run was trained on."
+        f"scored with this run's {vocabulary.level}-level vocabulary in "
+        f"{result['conventions']} conventions (skipped {skip_reasons(result)}); "
+        "expected at least half: the words that tell a pair's sentences apart "
+        "must be in the vocabulary."
     )
 
 

@@ -13,7 +13,9 @@ Levels:
 
 A `Vocabulary` is built from the training split only and holds the level, so
 `Vocabulary.to_json()` / `Vocabulary.from_json()` reproduce the whole text ->
-ids mapping for evaluation and export. `Tokenizer` is that mapping as a
+ids mapping for evaluation and export; it also names the spelling conventions
+of its corpus (`training.data.conventions`), in which text from elsewhere is
+written before it is tokenized. `Tokenizer` is that mapping as a
 `tf.Module` of TF ops (a lookup table), so it can live inside a SavedModel
 (which then needs `import tensorflow_text` before loading).
 """
@@ -96,6 +98,9 @@ class Vocabulary:
         unk_token: id for out-of-vocabulary tokens, or None (then an OOV token
             is always an error).
         eos_token: end-of-line token.
+        conventions: the name of the training corpus's spelling conventions
+            (`training.data.conventions.CONVENTIONS`), or None where unknown
+            (a vocabulary from before they were recorded, or not of a text).
 
     Example:
     >>> vocab = Vocabulary.build("a b b\\nb c\\n", level="word", add_eos=True)
@@ -106,10 +111,17 @@ class Vocabulary:
     """
 
     def __init__(
-        self, tokens, level="word", add_eos=False, unk_token=UNK, eos_token=EOS
+        self,
+        tokens,
+        level="word",
+        add_eos=False,
+        unk_token=UNK,
+        eos_token=EOS,
+        conventions=None,
     ):
         _check_level(level)
         self.level = level
+        self.conventions = conventions
         self.add_eos = bool(add_eos) and level != "byte"
         self.unk_token = None if level == "byte" else unk_token
         self.eos_token = eos_token
@@ -138,6 +150,7 @@ class Vocabulary:
         min_count=1,
         unk_token=UNK,
         eos_token=EOS,
+        conventions=None,
     ):
         """Builds a vocabulary from training text (str, bytes or tf string).
 
@@ -147,7 +160,7 @@ class Vocabulary:
         """
         _check_level(level)
         if level == "byte":
-            return cls(None, level="byte")
+            return cls(None, level="byte", conventions=conventions)
         counts = collections.Counter(
             tokenize(text, level, add_eos, eos_token).numpy().tolist()
         )
@@ -163,7 +176,7 @@ class Vocabulary:
         tokens = specials + [t for t, _ in ranked if t not in specials]
         if max_size is not None:
             tokens = tokens[:max_size]
-        return cls(tokens, level, add_eos, unk_token, eos_token)
+        return cls(tokens, level, add_eos, unk_token, eos_token, conventions)
 
     def __len__(self):
         return 256 if self.level == "byte" else len(self.tokens)
@@ -235,6 +248,7 @@ class Vocabulary:
                 "add_eos": self.add_eos,
                 "unk_token": self.unk_token,
                 "eos_token": self.eos_token,
+                "conventions": self.conventions,
                 "tokens": self.tokens,
             },
             ensure_ascii=False,
@@ -242,7 +256,7 @@ class Vocabulary:
 
     @classmethod
     def from_json(cls, text):
-        """Inverse of `to_json`."""
+        """Inverse of `to_json` (`conventions` None when it was not recorded)."""
         config = json.loads(text)
         return cls(
             config["tokens"],
@@ -250,6 +264,7 @@ class Vocabulary:
             add_eos=config["add_eos"],
             unk_token=config["unk_token"],
             eos_token=config["eos_token"],
+            conventions=config.get("conventions"),
         )
 
     def __eq__(self, other):

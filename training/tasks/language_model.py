@@ -7,7 +7,7 @@ import tensorflow as tf
 from training import compile_mode, scoring
 from training import metrics as metrics_lib
 from training.callbacks import ResetStatesEachEpoch
-from training.data import batching, corpora
+from training.data import batching, conventions, corpora
 from training.data.tokenize import Vocabulary
 from training.tasks.base import Task
 
@@ -27,11 +27,27 @@ class LanguageModelTask(Task):
         self.start_id = self.vocabulary.eos_id if self.vocabulary.add_eos else None
 
     def own_vocabulary(self):
-        """Built from the training split only."""
+        """Built from the training split only; names the corpus's conventions."""
         corpus = self.corpus
         return Vocabulary.build(
-            corpus.train, level=corpus.level, add_eos=corpus.add_eos
+            corpus.train,
+            level=corpus.level,
+            add_eos=corpus.add_eos,
+            conventions=self._corpus_conventions(),
         )
+
+    def _corpus_conventions(self):
+        task = self.recipe["task"]
+        return conventions.for_corpus(task["corpus"], task["level"])
+
+    @property
+    def conventions(self):
+        """The name of the corpus's spelling conventions (`training.data.conventions`).
+
+        The vocabulary's, or for a run from before vocabularies recorded
+        them, those of the recipe's corpus; reads no data.
+        """
+        return self.vocabulary.conventions or self._corpus_conventions()
 
     @functools.cached_property
     def corpus(self):

@@ -128,6 +128,39 @@ def test_at_least_half_of_the_pairs_must_be_scored():
     third = targeted_syntax.evaluate_pairs(
         model, VOCABULARY, [scored, unknown, unknown]
     )
-    assert third["skipped_because"]["the same ids once unknown words are <unk>"] == 2
+    same = targeted_syntax.SKIP_REASONS[3]  # zebras and lions: both <unk>
+    assert third["skipped_because"][same] == 2
     with pytest.raises(ValueError, match="Only 1 of 3 minimal pairs can be scored"):
         targeted_syntax.check_scored(third, VOCABULARY)
+
+
+def test_sentences_are_written_in_the_conventions_before_scoring():
+    # A suite written with case and punctuation: on a vocabulary without
+    # them, "laughs." and "laugh." are both unknown, the same ids.
+    model = preferring(BIAS)
+    written = [
+        MinimalPair("The author laughs.", "The author laugh.", "agr", "c", "agr"),
+        MinimalPair("The authors laugh?", "The authors laugh.", "agr", "c", "agr"),
+    ]
+    as_written = targeted_syntax.evaluate_pairs(model, VOCABULARY, written)
+    assert as_written["conventions"] == "plain"
+    assert as_written["overall"]["scored"] == 0
+    ptb = targeted_syntax.evaluate_pairs(model, VOCABULARY, written, conventions="ptb")
+    assert ptb["conventions"] == "ptb"
+    # The first pair is scored without OOV; the second differs only in its
+    # final punctuation, which PTB drops: the same ids, skipped.
+    assert ptb["overall"]["scored"] == 1 and ptb["overall"]["with_oov"] == 0
+    assert ptb["overall"]["accuracy"] == 1.0
+    assert ptb["skipped_because"][targeted_syntax.SKIP_REASONS[2]] == 1
+    # A vocabulary that names its conventions is read in them by default.
+    recorded = Vocabulary.from_json(VOCABULARY.to_json())
+    recorded.conventions = "ptb"
+    assert (
+        targeted_syntax.evaluate_pairs(model, recorded, written)["overall"]
+        == (ptb["overall"])
+    )
+    message = "in ptb conventions \\(skipped 1: the same text once written"
+    with pytest.raises(ValueError, match=message):
+        targeted_syntax.check_scored(
+            targeted_syntax.evaluate_pairs(model, recorded, written[1:]), recorded
+        )

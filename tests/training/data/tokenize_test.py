@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -55,6 +57,16 @@ def test_vocabulary_from_training_split_only_and_json_roundtrip():
         restored.encode("b\na").ids.tolist() == char_vocab.encode("b\na").ids.tolist()
     )
     assert "\n" in restored.tokens
+
+
+def test_the_vocabulary_records_its_corpus_conventions():
+    vocab = tokenize.Vocabulary.build("a b\n", "word", True, conventions="ptb")
+    assert tokenize.Vocabulary.from_json(vocab.to_json()).conventions == "ptb"
+    # vocabulary.json from before the conventions were recorded: None.
+    old = json.loads(vocab.to_json())
+    del old["conventions"]
+    restored = tokenize.Vocabulary.from_json(json.dumps(old))
+    assert restored.conventions is None and restored.tokens == vocab.tokens
 
 
 def test_min_count():
