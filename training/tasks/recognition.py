@@ -19,7 +19,7 @@ class RecognitionTask(Task):
     label, or the prefix's membership); `task.next_symbol_loss` which strings
     train the `next_symbol` head: `"all"`, or `"positives"` (a negative's
     continuation is not a sample of the language; with it in the loss no
-    stack cell learned to use its stack, see the README).
+    stack cell learned to use its stack, see docs/stack-training.md).
     """
 
     head = "recognizer"
@@ -101,7 +101,7 @@ class RecognitionTask(Task):
         positive strings, a legal arg-max `next_symbol` at every step
         (`metrics.strict_recognition_accuracy`); `strict_positives`: `strict`
         over the positive strings alone (`positives` of them). Mali et al.'s tables
-        correspond to `strict` (see the README).
+        correspond to `strict` (see docs/training.md).
         """
         arrays = self.arrays[split]
         outputs = self._predict(model, arrays.inputs)

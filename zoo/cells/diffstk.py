@@ -257,7 +257,7 @@ class DiffStkRNNCell(DiffStkCell):
             scalars). Their recipes here read the top element of 5 entries,
             the `memory_dim` of Suzgun et al.'s (2019) Stack-RNN: with 3
             entries, or the top 3 scalars, the controller did not learn D2
-            (see the README).
+            (see docs/stack-training.md).
         use_noop: Whether the actions include NO-OP; `carry_forward` needs
             it. Default: `True`.
         empty_value: Value of an empty element. Default: -1.0.
