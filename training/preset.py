@@ -265,7 +265,10 @@ def save_preset(
     trainable = sum(math.prod(w.shape) for w in run.model.trainable_weights)
     card = {
         "name": name,
-        "description": recipe["description"],
+        # A table row's recipe file describes its default cell, not the row's.
+        "description": recipe["description"]
+        if table_entry is None
+        else f"{table_entry['title']}, row {table_entry['row']}",
         "task": task_summary(recipe),
         "cell": recipe["model"]["cell"],
         "recipe": recipe,

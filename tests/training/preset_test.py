@@ -68,6 +68,7 @@ def test_a_saved_preset_is_the_run_with_its_card(dyck_run, dyck_preset):
     assert card["remeasure"]["metric"] == "test.wcpa"
     assert card["remeasure"]["value"] == metrics["test"]["wcpa"]
     assert card["name"] == "tiny_dyck" and card["table"] is None
+    assert card["description"] == run.recipe["description"]
     assert card["command"] in (folder / "README.md").read_text()
     # A preset is a run directory: what reads runs reads it.
     assert runs.load_run(folder).recipe == run.recipe
@@ -89,6 +90,8 @@ def test_a_preset_of_a_table_row_checks_the_row_and_keeps_its_command(
         dyck_run, tmp_path / "p", table=str(table), row="tiny_mlstm", tolerance=0.1
     )
     assert card["table"]["row"] == "tiny_mlstm"
+    # The row, not the recipe file's own description (of another cell).
+    assert card["description"] == "tiny, row tiny_mlstm"
     assert card["table"]["paper"] == {"test.wcpa": {"mean": 100.0}}
     assert card["command"] == shlex.join(
         ["python", "-m", "training.train", "dyck2_mlstm", *TINY["dyck"]]
