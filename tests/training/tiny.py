@@ -1,5 +1,8 @@
 """Tiny recipes of every task kind, for tests that train (seconds each)."""
 
+import json
+from pathlib import Path
+
 from training import recipes, runs
 
 # A tiny run trains a few steps: XLA's compile (seconds) would cost more than
@@ -50,6 +53,53 @@ RECIPE_OF = {
     "language_model": "ptb_word_lstm",
 }
 TEXT = "the cat sat on the mat\nthe dog sat on the log\n" * 200
+
+
+NOUNS = ("cat", "dog", "bird", "horse")
+# Phenomenon -> suite -> (good, bad) templates; a phenomenon of two suites
+# has no validation suite.
+SUITES = {
+    "agreement": {
+        f"agreement_{i}": ("The {a} {verb}s the {b}.", "The {a} {verb} the {b}.")
+        for i in (1, 2, 3)
+    },
+    "anaphora": {
+        f"anaphora_{i}": ("The {a} {verb}s itself.", "The {a} {verb}s themselves.")
+        for i in (1, 2, 3)
+    },
+    "ellipsis": {
+        f"ellipsis_{i}": ("The {a} can't {verb}, but the {b} can.", "The {a} can.")
+        for i in (1, 2)
+    },
+}
+
+
+def write_suites(folder, pairs=8):
+    """Writes BLiMP-like suites into `folder/blimp/`; returns `folder`.
+
+    8 suites of three phenomena, `pairs` pairs each: `split_suites` holds
+    out 3 for the test and 2 for validation.
+    """
+    suites = Path(folder) / "blimp"
+    suites.mkdir(parents=True, exist_ok=True)
+    for term, templates in SUITES.items():
+        for index, (name, (good, bad)) in enumerate(templates.items()):
+            lines = []
+            for i in range(pairs):
+                words = {
+                    "a": NOUNS[i % 4],
+                    "b": NOUNS[(i + 1 + index) % 4],
+                    "verb": ("see", "chase", "like")[(i + index) % 3],
+                }
+                record = {
+                    "sentence_good": good.format(**words),
+                    "sentence_bad": bad.format(**words),
+                    "linguistics_term": term,
+                    "UID": name,
+                }
+                lines.append(json.dumps(record))
+            (suites / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    return Path(folder)
 
 
 def tiny_recipe(kind, text_file=None, extra=()):
