@@ -1,6 +1,7 @@
 """Tiny recipes of every task kind, for tests that train (seconds each)."""
 
 import json
+import tempfile
 from pathlib import Path
 
 from training import recipes, runs
@@ -37,6 +38,25 @@ TINY = {
         "train.epochs=2",
         NO_XLA,
     ],
+    "dyck_depth": [
+        "task.train_sequences=48",
+        "task.dev_sequences=16",
+        "task.test_sequences=16",
+        "model.units=8",
+        "model.embedding_dim=8",
+        "model.bidirectional=true",
+        "train.epochs=2",
+        "train.batch_size=16",
+        NO_XLA,
+    ],
+    "acceptability": [
+        "task.pairs_per_suite=8",
+        "model.units=8",
+        "model.embedding_dim=8",
+        "train.epochs=2",
+        "train.batch_size=8",
+        NO_XLA,
+    ],
     "language_model": [
         "model.units=8",
         "model.embedding_dim=8",
@@ -51,6 +71,8 @@ RECIPE_OF = {
     "closing_bracket": "dyck2_dyck_rnn",
     "recognition": "recognition_d2_diffstk_rnn",
     "language_model": "ptb_word_lstm",
+    "dyck_depth": "dyck_depth_lstm",
+    "acceptability": "blimp_acceptability_lstm",
 }
 TEXT = "the cat sat on the mat\nthe dog sat on the log\n" * 200
 
@@ -103,10 +125,17 @@ def write_suites(folder, pairs=8):
 
 
 def tiny_recipe(kind, text_file=None, extra=()):
-    """The tiny recipe of `kind`; a language model reads `text_file`."""
+    """The tiny recipe of `kind`; a language model reads `text_file`.
+
+    The acceptability task reads suites `write_suites` writes beside
+    `text_file` (or in a new temporary folder).
+    """
     overrides = [*TINY[kind], *extra]
     if kind == "language_model":
         overrides.append(f"task.corpus=file:{text_file}")
+    if kind == "acceptability":
+        folder = Path(text_file).parent if text_file else Path(tempfile.mkdtemp())
+        overrides.insert(0, f"task.data_dir={write_suites(folder)}")
     return recipes.resolve(RECIPE_OF[kind], "small", overrides)
 
 
