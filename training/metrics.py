@@ -9,6 +9,8 @@
   overall and per length bin; `strict_recognition_accuracy`: a string counts
   only when every step is right (accept and legal next symbol), the
   criterion the tables of Mali et al. (2020) correspond to.
+- `accuracy_by_group`: the accuracy of labels (tags or classes) per value
+  of a grouping (depth, phenomenon, suite).
 - `cross_entropy`, `perplexity`, `bits_per_character` and
   `bits_per_character_to_word_perplexity` (Krause et al., 2016, eq. 23).
 """
@@ -273,6 +275,29 @@ def strict_recognition_accuracy(
         right &= legal | ~positive
     correct = np.all(right | ~counted, axis=1)  # (N,)
     return _accuracy_by_length(correct, lengths, bin_edges)
+
+
+def accuracy_by_group(correct, groups):
+    """`{group: (accuracy, count)}` of booleans `correct`, per value of `groups`.
+
+    `correct` and `groups` have one shape (flattened here); the groups come
+    in sorted order, as Python values (`int`, `str`).
+
+    Example:
+    >>> accuracy_by_group([True, False, True], [2, 2, 0])
+    {0: (1.0, 1), 2: (0.5, 2)}
+    """
+    correct = np.asarray(correct, dtype=bool).ravel()
+    groups = np.asarray(groups).ravel()
+    if correct.shape != groups.shape:
+        raise ValueError(
+            f"correct {correct.shape} and groups {groups.shape} must be the same size."
+        )
+    found = {}
+    for group in np.unique(groups):
+        inside = groups == group
+        found[group.item()] = (float(correct[inside].mean()), int(inside.sum()))
+    return found
 
 
 def cross_entropy(outputs, targets, mask=None, *, from_logits=False):

@@ -46,7 +46,13 @@ REMEASURED = {
     "dyck": "test.wcpa",
     "recognition": "test.strict",
     "language_model": "test.bits_per_token",
+    "dyck_depth": "test.accuracy",
+    "acceptability": "test.accuracy",
 }
+# The kinds whose data are read, not generated: re-measured on the same split.
+READ_DATA = ("language_model", "acceptability")
+# The kinds re-measured on fresh Dyck strings (`FRESH_SEQUENCES` of them).
+DYCK_KINDS = ("dyck", "closing_bracket", "dyck_depth")
 MIN_TOLERANCE = 0.005
 # Recipe keys that are words about the model, not settings of it.
 WORDS = {("description",), ("source",)}
@@ -128,6 +134,8 @@ def task_summary(recipe):
         "dyck": f"language model on {dyck}",
         "recognition": f"recognition of {task['language']}",
         "language_model": f"{task['level']}-level language model on {task['corpus']}",
+        "dyck_depth": f"stack-depth tagging of {dyck}",
+        "acceptability": "acceptability classification of BLiMP's sentences",
     }[task["kind"]]
 
 
@@ -152,12 +160,12 @@ def remeasure_plan(recipe, metrics, key, tolerance=None):
         )
     split = key.split(".")[0]
     kind = recipe["task"]["kind"]
-    plan = {"metric": key, "value": value, "fresh_data": kind != "language_model"}
+    plan = {"metric": key, "value": value, "fresh_data": kind not in READ_DATA}
     if plan["fresh_data"]:
         plan["data_seed"] = FRESH_SEED
         count = metrics[split].get("sequences", metrics[split].get("strings"))
-        fresh = FRESH_SEQUENCES if kind in ("dyck", "closing_bracket") else count
-        if kind in ("dyck", "closing_bracket"):
+        fresh = FRESH_SEQUENCES if kind in DYCK_KINDS else count
+        if kind in DYCK_KINDS:
             plan["sequences"] = fresh
         if tolerance is None and 0 <= value <= 1:
             tolerance = tolerance_for(value, count, fresh)
@@ -183,7 +191,8 @@ def remeasure(preset):
 
     `preset` is a built-in name or a preset directory. Dyck and recognition
     presets are measured on fresh data of their recipe's distribution
-    (`fresh_recipe`); a language model on its corpus's split.
+    (`fresh_recipe`); a language model and the acceptability classifier on
+    their data's split.
     """
     directory = zoo.presets.preset_dir(preset)
     plan = zoo.preset_card(directory)["remeasure"]

@@ -17,10 +17,23 @@ import math
 import zoo
 from training import recipe_files
 from training.data import corpora, languages, recognition
+from zoo.labeling import POOLINGS
 
 SCALES = ("small", "paper")
 # The task kinds (`training.tasks.TASKS` has a class for each).
-KINDS = ("dyck", "closing_bracket", "recognition", "language_model")
+KINDS = (
+    "dyck",
+    "closing_bracket",
+    "recognition",
+    "language_model",
+    "dyck_depth",
+    "acceptability",
+)
+# The kinds whose models label text they read whole (a tagger, a classifier):
+# only they may read right to left (`model.bidirectional`).
+LABELING_KINDS = ("dyck_depth", "acceptability")
+# The kinds whose model is a classifier (`model.pooling`).
+CLASSIFIER_KINDS = ("acceptability",)
 STEP_LABELS = ("string", "prefix")
 # Which recognition strings train the next-symbol head (see RecognitionTask).
 NEXT_SYMBOL_LOSSES = ("all", "positives")
@@ -56,6 +69,9 @@ DEFAULTS = {
         "data_dir": None,
         "sequence_length": 100,
         "train_cutoff": None,  # cut training lines at this many characters
+        # acceptability (minimal-pair suites; data_dir as above)
+        "pairs_per_suite": None,  # the first N pairs of each suite; None: all
+        "split_seed": 0,  # draws the held-out suites
     },
     "model": {
         "cell": None,
@@ -65,6 +81,8 @@ DEFAULTS = {
         "dropout": 0.0,
         "output_dropout": None,
         "tie_embeddings": False,
+        "bidirectional": False,  # taggers and classifiers only
+        "pooling": "last",  # classifiers: one of zoo.labeling.POOLINGS
         "options": {},
     },
     "train": {
@@ -221,6 +239,18 @@ def check(recipe):
             "task.kind 'closing_bracket' trains the Dyck-RNN; expected "
             f"model.cell='dyck_rnn', received {model['cell']!r}."
         )
+    if model["bidirectional"] and kind not in LABELING_KINDS:
+        raise RecipeError(
+            "model.bidirectional reads each string right to left too, which only "
+            f"a tagger or a classifier may; expected task.kind one of "
+            f"{', '.join(LABELING_KINDS)}, received {kind!r}."
+        )
+    if model["pooling"] != "last" and kind not in CLASSIFIER_KINDS:
+        raise RecipeError(
+            "model.pooling chooses what a classifier reads of a sequence; "
+            f"expected 'last' for task.kind {kind!r}, received "
+            f"{model['pooling']!r}."
+        )
     if train["stateful"] and train["distribute"] != "none":
         raise RecipeError(
             "train.stateful carries each row's state into the next batch, which a "
@@ -278,6 +308,7 @@ OPTIONAL_TYPES = {
     ("task", "kind"): str,
     ("task", "data_dir"): str,
     ("task", "train_cutoff"): int,
+    ("task", "pairs_per_suite"): int,
     ("model", "cell"): str,
     ("model", "embedding_dim"): int,
     ("model", "output_dropout"): float,
@@ -307,6 +338,8 @@ RANGES = {
     ("task", "test_sequences"): Range(1),
     ("task", "split_scale"): Range(0, low_open=True),
     ("task", "sequence_length"): Range(1),
+    ("task", "pairs_per_suite"): Range(1),
+    ("task", "split_seed"): Range(0, 2**32 - 1),
     ("model", "units"): Range(1),
     ("model", "num_layers"): Range(1),
     ("model", "embedding_dim"): Range(1),
@@ -335,6 +368,7 @@ CHOICES = {
     ("task", "step_labels"): STEP_LABELS,
     ("task", "hard_negatives"): recognition.HARD_NEGATIVES,
     ("task", "next_symbol_loss"): NEXT_SYMBOL_LOSSES,
+    ("model", "pooling"): POOLINGS,
     ("train", "distribute"): DISTRIBUTE,
     ("train", "precision"): PRECISIONS,
 }

@@ -7,7 +7,9 @@ tokenizer's ops):
 
 - `serve(token_ids)`: int32 `(batch, time)` -> the model's output: logits
   `(batch, time, vocab)` for a language model, the dict `next_symbol` /
-  `accept` for a recognizer, closing-bracket probabilities for the Dyck-RNN.
+  `accept` for a recognizer, closing-bracket probabilities for the Dyck-RNN,
+  logits `(batch, time, classes)` for a tagger and `(batch, classes)` for a
+  classifier.
   Ids outside `[0, vocabulary size)` are refused (`InvalidArgumentError`
   saying so; an embedding lookup would wrap a negative id around, and a GPU
   gives zeros for one too large); `time` 0 gives outputs with 0 steps.
@@ -20,6 +22,12 @@ tokenizer's ops):
   `lengths` `(batch,)` (tokens per string; rows are padded past it), plus
   `accept` `(batch,)` for a recognizer; the Dyck-RNN gives
   `closing_log_probabilities` `(batch, time, k)` instead of the first two.
+  A tagger gives `labels` `(batch, time)` (the arg-max class of each token,
+  -1 past a string's end) and `probabilities` `(batch, time, classes)`; a
+  classifier `label` `(batch,)` and `probabilities` `(batch, classes)`. A
+  task that normalizes raw text (the acceptability task: lower case,
+  punctuation split off) does it inside the graph first, so `serve_text`
+  takes sentences as written.
 
 The model is rebuilt in float32 whatever the run's `train.precision` (its
 weights are float32 in every policy), so the export computes and serves
@@ -57,15 +65,21 @@ class TextScorer(tf.Module):
     next-symbol head of a recognizer) gives `log_probabilities` and
     `log_likelihood`; a recognizer adds `accept`, the probability that each
     whole string is in the language; the Dyck-RNN gives
-    `closing_log_probabilities` over the k closing brackets.
+    `closing_log_probabilities` over the k closing brackets; a tagger and a
+    classifier give their labels and probabilities (`_labels`). With
+    `normalize` (TensorFlow ops, string tensor to string tensor) the texts
+    go through it before they are tokenized.
     """
 
-    def __init__(self, model, vocabulary, start_id=None, head="language_model"):
+    def __init__(
+        self, model, vocabulary, start_id=None, head="language_model", normalize=None
+    ):
         super().__init__()
         self.model = model
         self.tokenizer = Tokenizer(vocabulary)
         self.start_id = start_id
         self.head = head
+        self.normalize = normalize
 
     def __call__(self, texts):
         # One empty string more, dropped at the end: `tf.map_fn` cannot stack
@@ -74,12 +88,16 @@ class TextScorer(tf.Module):
         return {name: value[:-1] for name, value in results.items()}
 
     def _score(self, texts):
+        if self.normalize is not None:
+            texts = self.normalize(texts)
         ids = tf.map_fn(
             self.tokenizer,
             texts,
             fn_output_signature=tf.RaggedTensorSpec([None], tf.int32),
         )  # ragged [batch, tokens]
         lengths = ids.row_lengths()
+        if self.head in ("tagger", "classifier"):
+            return self._labels(ids)
         if self.start_id is not None:
             start_id = tf.constant(self.start_id, tf.int32)
             start = tf.fill([tf.shape(texts)[0], 1], start_id)  # [batch, 1]
@@ -106,6 +124,25 @@ class TextScorer(tf.Module):
         results["log_likelihood"] = tf.reduce_sum(tf.where(mask, picked, 0.0), axis=1)
         return results
 
+    def _labels(self, ids):
+        """A tagger's or a classifier's labels and probabilities of ragged `ids`."""
+        lengths = ids.row_lengths()
+        padded = ids.to_tensor(0)  # [batch, time]
+        time = tf.shape(padded)[1]
+        steps = tf.pad(padded, [[0, 0], [0, tf.maximum(1 - time, 0)]])  # >= 1
+        probabilities = tf.nn.softmax(self.model(steps, training=False))
+        if self.head == "classifier":
+            label = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+            return {"lengths": lengths, "label": label, "probabilities": probabilities}
+        probabilities = probabilities[:, :time]  # [batch, time, classes]
+        labels = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        mask = tf.sequence_mask(lengths, time)  # [batch, time]
+        return {
+            "lengths": lengths,
+            "labels": tf.where(mask, labels, -1),
+            "probabilities": probabilities,
+        }
+
 
 def serve_ids(model, token_ids, vocab_size):
     """`model`'s output on `(batch, time)` ids, checked to be in the vocabulary.
@@ -123,12 +160,22 @@ def serve_ids(model, token_ids, vocab_size):
         time = tf.shape(token_ids)[1]
         steps = tf.pad(token_ids, [[0, 0], [0, tf.maximum(1 - time, 0)]])  # >= 1
     outputs = model(steps, training=False)
-    return tf.nest.map_structure(lambda output: output[:, :time], outputs)
+    # A classifier's output has no time axis to cut.
+    return tf.nest.map_structure(
+        lambda output: output[:, :time] if output.shape.rank == 3 else output,
+        outputs,
+    )
 
 
-def export_model(model, vocabulary, path, start_id=None, head="language_model"):
-    """Writes `model` with the `serve` and `serve_text` endpoints to `path`."""
-    scorer = TextScorer(model, vocabulary, start_id, head)
+def export_model(
+    model, vocabulary, path, start_id=None, head="language_model", normalize=None
+):
+    """Writes `model` with the `serve` and `serve_text` endpoints to `path`.
+
+    `start_id`, `head` and `normalize` are `TextScorer`'s (a task's
+    `start_id`, `head` and `text_normalizer`).
+    """
+    scorer = TextScorer(model, vocabulary, start_id, head, normalize)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(scorer.tokenizer)
@@ -180,6 +227,7 @@ def export_run(run_dir, out_dir):
         partial,
         start_id=run.task.start_id,
         head=run.task.head,
+        normalize=run.task.text_normalizer,
     )
     source = runs.check_run(run_dir).resolve()  # a preset's own folder
     marker = {"run_dir": str(source), "backend": "tensorflow"}

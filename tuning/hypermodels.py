@@ -8,6 +8,8 @@ way `python -m training.train` would. It searches:
 - for every cell: `units` (hidden size), `num_layers`, `learning_rate` and
   `dropout`;
 - the cell itself, when more than one is given (`cell`);
+- whether the layers are bidirectional (`bidirectional`), for a tagger's or
+  a classifier's recipe (`training.recipes.LABELING_KINDS`), when asked;
 - the options in `CELL_OPTION_CHOICES` — the number of choice matrices `k`
   (`num_choices`, multi-matrix cells), the number of cells `S` (`num_cells`,
   second-order LSTM) and the stack depth (`stack_depth`, stack cells) — each
@@ -31,7 +33,7 @@ import keras_tuner
 import numpy as np
 
 import zoo
-from training import fitting
+from training import fitting, recipes
 from training.tasks import make_task
 from zoo.checks import check_number, check_positive_int
 
@@ -77,6 +79,11 @@ def _check_dropout(name, value):
     check_number(name, value, 0, 1, high_open=True)
 
 
+def _check_bool(name, value):
+    if not isinstance(value, bool):
+        raise ValueError(f"`{name}` must be True or False; received {value!r}.")
+
+
 def _check_any(name, value):
     if value is None:
         raise ValueError(f"`{name}` must not be None.")
@@ -103,6 +110,9 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         learning_rate: A learning rate or a `(low, high)` log range.
             Default: `(1e-4, 1e-2)`.
         dropout: Dropout rate(s). Default: `(0.0, 0.1, 0.2, 0.3)`.
+        bidirectional: `True`, `False`, both as a list, or `None` (the
+            recipe's `model.bidirectional`, not searched). Only a tagger's or
+            a classifier's recipe may be bidirectional. Default: `None`.
         param_budget: Positive integer or `None`: derive `units` so that the
             model has this many parameters. Default: `None`.
         budget_tolerance: Relative distance from `param_budget` a model may
@@ -132,6 +142,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         num_layers=(1, 2),
         learning_rate=(1e-4, 1e-2),
         dropout=(0.0, 0.1, 0.2, 0.3),
+        bidirectional=None,
         param_budget=None,
         budget_tolerance=0.05,
         max_units=4096,
@@ -162,6 +173,16 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             check_number("learning_rate", learning_rate, 0, low_open=True)
         self.learning_rate = learning_rate
         self.dropout = _choices("dropout", dropout, _check_dropout)
+        if bidirectional is None:
+            bidirectional = recipe["model"]["bidirectional"]
+        self.bidirectional = _choices("bidirectional", bidirectional, _check_bool)
+        kind = recipe["task"]["kind"]
+        if any(self.bidirectional) and kind not in recipes.LABELING_KINDS:
+            raise ValueError(
+                "`bidirectional` reads each string right to left too, which only "
+                "a tagger or a classifier may; expected False for task.kind "
+                f"{kind!r}, received {bidirectional!r}."
+            )
         if param_budget is not None:
             check_positive_int("param_budget", param_budget)
         check_number("budget_tolerance", budget_tolerance, 0, 1, low_open=True)
@@ -247,6 +268,9 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             hp, "num_layers", self.num_layers, base["num_layers"]
         )
         model["dropout"] = self._choice(hp, "dropout", self.dropout, base["dropout"])
+        model["bidirectional"] = self._choice(
+            hp, "bidirectional", self.bidirectional, base["bidirectional"]
+        )
         if isinstance(self.learning_rate, tuple):
             low, high = self.learning_rate
             default = train["learning_rate"]

@@ -4,7 +4,7 @@
         [--tuner random|bayesian|hyperband] [--max-trials N] [--param-budget P]
         [--directory DIR] [--project-name NAME] [--overwrite] [--scale small|paper]
         [--cells a,b] [--units 32,64] [--num-layers 1,2] [--learning-rate LOW,HIGH]
-        [--dropout 0,0.2] [--option NAME=V1,V2 ...]
+        [--dropout 0,0.2] [--bidirectional false,true] [--option NAME=V1,V2 ...]
 
 Running the same command again resumes the search in DIR/NAME: finished
 trials are kept, an interrupted one is run again, and `--max-trials` counts
@@ -212,6 +212,12 @@ def build_parser():
     parser.add_argument("--learning-rate", default="1e-4,1e-2", help="LOW,HIGH or LR")
     parser.add_argument("--dropout", default="0,0.1,0.2,0.3")
     parser.add_argument(
+        "--bidirectional",
+        default=None,
+        help="false, true or false,true (taggers and classifiers; default: the "
+        "recipe's model.bidirectional)",
+    )
+    parser.add_argument(
         "--option",
         action="append",
         default=[],
@@ -241,6 +247,8 @@ def search_settings(args, recipe, hypermodel):
         "seed": args.seed,
         "executions_per_trial": args.executions_per_trial,
     }
+    if getattr(args, "bidirectional", None) is not None:  # older searches resume
+        settings["bidirectional"] = hypermodel.bidirectional
     return json.loads(json.dumps(settings))  # tuples as lists, as read back
 
 
@@ -322,6 +330,9 @@ def main(argv=None):
             if isinstance(learning_rate, list)
             else learning_rate,
             dropout=_values(args.dropout, "dropout", float),
+            bidirectional=None
+            if args.bidirectional is None
+            else _values(args.bidirectional, "bidirectional"),
             param_budget=args.param_budget,
             **_parse_options(args.option),
         )

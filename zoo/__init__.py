@@ -2,6 +2,7 @@
 
 from zoo import cells
 from zoo.cells import *  # noqa: F403
+from zoo.labeling import bidirectional_layer, classifier, tagger
 from zoo.models import (
     default_jit_compile,
     hybrid_recognition_loss,
@@ -22,7 +23,9 @@ from zoo.registry import (
 
 __all__ = [
     "available_cells",
+    "bidirectional_layer",
     "cell_takes_vocab_size",
+    "classifier",
     "default_jit_compile",
     "get_cell",
     "get_cell_class",
@@ -34,6 +37,7 @@ __all__ = [
     "recognizer",
     "recurrent_layer",
     "reset_states",
+    "tagger",
     "trace_recognizer",
     *cells.__all__,
 ]

@@ -153,9 +153,48 @@ def _check_token_id_cell(cell, **settings):
     return True
 
 
-def _variational_dropout(rate, name):
-    # One mask per sequence, shared by every time step (Gal & Ghahramani).
+def variational_dropout(rate, name):
+    """Dropout with one mask per sequence, shared by every time step (Gal &
+    Ghahramani), on `(batch, time, features)`."""
     return keras.layers.Dropout(rate, noise_shape=(None, 1, None), name=name)
+
+
+def masked_token_inputs(
+    cell, vocab_size, units, embedding_dim, num_layers, dropout, cell_options
+):
+    """The token-id input of a masked builder and what its first layer reads.
+
+    Checks the builder's arguments, then returns `(ids, x, mask)`: `ids`,
+    the int32 `keras.Input` `(batch, time)` named `"tokens"`, 0 as padding;
+    `x`, the ids through an embedding with `mask_zero=True` (and variational
+    `dropout`), or, for a cell that reads token ids, the ids as
+    `(batch, time, 1)` (`cell_options` then get `vocab_size` if the cell
+    takes it); `mask`, None for an embedding (which carries its own), else
+    the padding mask to pass to every recurrent layer. `recognizer`,
+    `zoo.tagger` and `zoo.classifier` start from it.
+    """
+    get_cell_class(cell)  # an unknown name first
+    check_positive_int("vocab_size", vocab_size)
+    check_positive_int("units", units)
+    check_positive_int("num_layers", num_layers)
+    check_number("dropout", dropout, 0, 1, high_open=True)
+    if embedding_dim is not None:
+        check_positive_int("embedding_dim", embedding_dim)
+    takes_ids = _check_token_id_cell(
+        cell, num_layers=num_layers, embedding_dim=embedding_dim
+    )
+    ids = keras.Input(shape=(None,), dtype="int32", name="tokens")
+    if takes_ids:
+        _pass_vocab_size(get_cell_class(cell), vocab_size, cell_options)
+        x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
+        return ids, x, ops.not_equal(ids, 0)
+    embedding = keras.layers.Embedding(
+        vocab_size, embedding_dim or units, mask_zero=True, name="embedding"
+    )
+    x = embedding(ids)
+    if dropout:
+        x = variational_dropout(dropout, "embedding_dropout")(x)
+    return ids, x, None
 
 
 def language_model(
@@ -240,7 +279,7 @@ def language_model(
         )
         x = embedding(ids)
         if dropout:
-            x = _variational_dropout(dropout, "embedding_dropout")(x)
+            x = variational_dropout(dropout, "embedding_dropout")(x)
     for index in range(num_layers):
         x = recurrent_layer(
             cell,
@@ -252,7 +291,7 @@ def language_model(
         )(x)
         rate = dropout if index < num_layers - 1 else output_dropout
         if rate:
-            x = _variational_dropout(rate, f"dropout_{index}")(x)
+            x = variational_dropout(rate, f"dropout_{index}")(x)
     if tie_embeddings:
         if units != embedding_dim:
             x = keras.layers.Dense(embedding_dim, use_bias=False, name="projection")(x)
@@ -317,29 +356,9 @@ def recognizer(
     >>> outputs["next_symbol"].shape, outputs["accept"].shape
     ((3, 5, 7), (3, 5, 1))
     """
-    cell_class = get_cell_class(cell)
-    check_positive_int("vocab_size", vocab_size)
-    check_positive_int("units", units)
-    check_positive_int("num_layers", num_layers)
-    check_number("dropout", dropout, 0, 1, high_open=True)
-    if embedding_dim is not None:
-        check_positive_int("embedding_dim", embedding_dim)
-    takes_ids = _check_token_id_cell(
-        cell, num_layers=num_layers, embedding_dim=embedding_dim
+    ids, h, mask = masked_token_inputs(
+        cell, vocab_size, units, embedding_dim, num_layers, dropout, cell_options
     )
-    ids = keras.Input(shape=(None,), dtype="int32", name="tokens")
-    if takes_ids:
-        _pass_vocab_size(cell_class, vocab_size, cell_options)
-        x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
-        mask = ops.not_equal(ids, 0)
-    else:
-        embedding = keras.layers.Embedding(
-            vocab_size, embedding_dim or units, mask_zero=True, name="embedding"
-        )
-        x, mask = embedding(ids), None
-        if dropout:
-            x = _variational_dropout(dropout, "embedding_dropout")(x)
-    h = x
     for index in range(num_layers):
         layer = recurrent_layer(
             cell,
@@ -350,7 +369,7 @@ def recognizer(
         )
         h = layer(h, mask=mask)
         if dropout:
-            h = _variational_dropout(dropout, f"dropout_{index}")(h)
+            h = variational_dropout(dropout, f"dropout_{index}")(h)
     outputs = {
         "next_symbol": keras.layers.Dense(
             vocab_size, dtype="float32", name="next_symbol"

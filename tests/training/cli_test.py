@@ -27,9 +27,10 @@ SEARCH = ["--recipe", "tiny_dyck_lstm", "--units", "4", "--verbose", "0"]
 
 @pytest.fixture(scope="module")
 def other_runs(tmp_path_factory):
-    """Finished tiny runs of a Dyck-RNN and a recognizer, and a tiny search."""
+    """Finished tiny runs of a Dyck-RNN, a recognizer and a tagger, and a tiny
+    search."""
     folder = tmp_path_factory.mktemp("other_runs")
-    for kind in ("closing_bracket", "recognition"):
+    for kind in ("closing_bracket", "recognition", "dyck_depth"):
         runs.train_run(tiny_recipe(kind), folder / kind)
     searches = folder / "searches"
     argv = [*SEARCH, "--directory", str(searches), "--project-name", "tiny"]
@@ -60,6 +61,7 @@ def world(tmp_path, dyck_run, other_runs):
     (paths["foreign"] / "notes.txt").write_text("mine\n")
     paths["bracket"] = other_runs / "closing_bracket"
     paths["recognizer"] = other_runs / "recognition"
+    paths["tagger"] = other_runs / "dyck_depth"
     paths["searches"] = other_runs / "searches"
     return paths
 
@@ -99,6 +101,10 @@ CASES = [
     ("train", ["tiny_dyck_lstm", "model.options.nope=1", "--run-dir", "{tmp}/r"],
      "Unrecognized keyword arguments"),
     ("train", ["tiny_dyck_lstm", "--run-dir", "{file}"], "is a file"),
+    ("train", ["dyck_depth_lstm", "model.pooling=max", "--run-dir", "{tmp}/r"],
+     "model.pooling chooses what a classifier reads"),
+    ("train", ["tiny_dyck_lstm", "model.bidirectional=true", "--run-dir", "{tmp}/r"],
+     "model.bidirectional reads each string right to left"),
     ("train", ["tiny_dyck_lstm", "--run-dir", "{dyck}"], "holds a different recipe"),
     ("train", [*DYCK, "--run-dir", "{badbackup}"], "Backup weights"),
     (
@@ -129,6 +135,7 @@ CASES = [
     # training.generate
     ("generate", ["{bracket}", "--prompt", "(a"], "closing_bracket model"),
     ("generate", ["{recognizer}", "--prompt", "(a"], "recognizer model"),
+    ("generate", ["{tagger}", "--prompt", "(a"], "tagger model"),
     ("generate", ["{truncated}", "--prompt", "(a"], "best.keras' cannot be read"),
     ("generate", ["{dyck}", "--prompt", "(a", "--length", "-1"], "`length` must"),
     ("generate", ["{dyck}", "--prompt", "(a", "--temperature", "inf"],
@@ -175,6 +182,18 @@ def test_bad_input_is_one_line_exit_2_nothing_written(
     assert len(error.strip().splitlines()) == 1, error
     assert "Traceback" not in error
     assert snapshot(world["tmp"], world["searches"]) == before
+
+
+def test_missing_minimal_pair_suites_are_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("ZOO_DATA_DIR", raising=False)
+    argv = ["blimp_acceptability_lstm", f"task.data_dir={tmp_path / 'none'}"]
+    with pytest.raises(SystemExit) as exit_info:
+        train.main([*argv, "--run-dir", str(tmp_path / "run")])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "No minimal-pair suites (blimp/*.jsonl) found in data_dir=" in error
+    assert "set task.data_dir or ZOO_DATA_DIR" in error
+    assert len(error.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
 def test_unreadable_backup_is_found_before_anything_is_written(world):

@@ -2,7 +2,7 @@ import pytest
 
 from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe, train_text_run
 from training import runs
-from training.data import corpora, dyck, files, recognition
+from training.data import acceptability, corpora, dyck, files, recognition
 
 
 @pytest.fixture
@@ -40,6 +40,7 @@ def no_data(monkeypatch):
     monkeypatch.setattr(dyck, "dyck_splits", refuse)
     monkeypatch.setattr(recognition, "mali_splits", refuse)
     monkeypatch.setattr(corpora, "load_corpus", refuse)
+    monkeypatch.setattr(acceptability, "load_suites", refuse)
 
 
 @pytest.fixture

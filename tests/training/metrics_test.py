@@ -199,3 +199,16 @@ def test_bad_inputs(call, message):
     with pytest.raises(ValueError, match=message) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_accuracy_by_group_is_per_group_value_in_sorted_order():
+    correct = np.array([[True, False, True], [True, True, False]])
+    groups = np.array([[2, 2, 0], [1, 0, 1]])
+    found = metrics.accuracy_by_group(correct, groups)
+    assert list(found) == [0, 1, 2]
+    assert found == {0: (1.0, 2), 1: (0.5, 2), 2: (0.5, 2)}
+    assert all(type(group) is int for group in found)
+    named = metrics.accuracy_by_group([True, False], np.array(["b", "a"]))
+    assert named == {"a": (0.0, 1), "b": (1.0, 1)}
+    with pytest.raises(ValueError, match="must be the same size"):
+        metrics.accuracy_by_group([True], [1, 2])

@@ -15,7 +15,9 @@ def test_every_recipe_resolves_and_builds_its_model(name, no_data):
         assert recipe["name"] == name and recipe["scale"] == scale
     recipe = recipes.resolve(name, "small")
     words = Vocabulary.build("a b c\n", level="word", add_eos=True)
-    vocabulary = words if recipe["task"]["kind"] == "language_model" else None
+    # The tasks that build their vocabulary from the data they read.
+    read = ("language_model", "acceptability")
+    vocabulary = words if recipe["task"]["kind"] in read else None
     model = make_task(recipe, vocabulary).build_model()
     assert isinstance(model, keras.Model) and model.count_params() > 0
 
@@ -96,6 +98,22 @@ def test_small_scale_overrides_the_paper_scale():
             ["train.stateful=false", "train.reset_every=16"],
             "with train.stateful=false",
         ),
+        (
+            "dyck2_mlstm",
+            ["model.bidirectional=true"],
+            "model.bidirectional reads each string right to left too, which only a "
+            "tagger or a classifier may; expected task.kind one of dyck_depth, "
+            "acceptability, received 'dyck'",
+        ),
+        ("dyck_depth_lstm", ["model.pooling=mean"], "expected 'last' for task.kind"),
+        (
+            "blimp_acceptability_lstm",
+            ["model.pooling=first"],
+            "Unknown model.pooling 'first'; expected one of: last, mean, max",
+        ),
+        ("blimp_acceptability_lstm", ["model.bidirectional=1"], "of type bool"),
+        ("blimp_acceptability_lstm", ["task.pairs_per_suite=0"], "must be >= 1"),
+        ("blimp_acceptability_lstm", ["task.split_seed=-1"], "must be >= 0"),
     ],
 )
 def test_bad_combinations_are_refused_before_any_data(

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from tests.training.tiny import tiny_recipe
 from training import runs
-from training.data import dyck
+from training.data import acceptability, dyck
 from training.saved_model import export_run
 
 
@@ -102,10 +102,12 @@ def test_export_cli_needs_no_data(language_model_run, tmp_path):
     ]
 
 
-@pytest.mark.parametrize("kind", ["language_model", "recognition"])
+@pytest.mark.parametrize(
+    "kind", ["language_model", "recognition", "dyck_depth", "acceptability"]
+)
 def test_serve_text_takes_an_empty_batch(kind, tmp_path, language_model_run):
     run_dir = language_model_run
-    if kind == "recognition":
+    if kind != "language_model":
         run_dir = tmp_path / "run"
         runs.train_run(tiny_recipe(kind, extra=["train.epochs=1"]), run_dir)
     saved = export_run(run_dir, tmp_path / "saved")
@@ -123,3 +125,39 @@ def test_export_replaces_only_an_earlier_export(dyck_run, tmp_path):
     export_run(dyck_run, out)  # an earlier export of ours: replaced whole
     assert (out / "saved_model.pb").exists() and not (out / "stale.txt").exists()
     assert not (tmp_path / "out.partial").exists()
+
+
+def test_a_tagger_serves_a_label_per_bracket(tmp_path):
+    run_dir = tmp_path / "run"
+    runs.train_run(tiny_recipe("dyck_depth", extra=["train.epochs=1"]), run_dir)
+    model = runs.load_run(run_dir).model
+    loaded = tf.saved_model.load(str(export_run(run_dir, tmp_path / "saved")))
+    out = loaded.serve_text(tf.constant(["(a (b b) a)", "(b", ""]))
+    ids = np.array([[3, 4, 6, 5], [4, 0, 0, 0], [0, 0, 0, 0]], "int32")
+    logits = np.asarray(model(ids))
+    expected = np.where(ids > 0, logits.argmax(-1), -1)
+    np.testing.assert_array_equal(out["labels"], expected)
+    np.testing.assert_array_equal(out["lengths"], [4, 1, 0])
+    np.testing.assert_allclose(
+        out["probabilities"][:2, :1], tf.nn.softmax(logits)[:2, :1], atol=1e-5
+    )
+    np.testing.assert_allclose(loaded.serve(tf.constant(ids)), logits, atol=1e-5)
+
+
+def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(tmp_path):
+    run_dir = tmp_path / "run"
+    recipe = tiny_recipe("acceptability", tmp_path / "corpus.txt", ["train.epochs=1"])
+    runs.train_run(recipe, run_dir)
+    run = runs.load_run(run_dir)
+    loaded = tf.saved_model.load(str(export_run(run_dir, tmp_path / "saved")))
+    sentences = ["The cat sees the dog.", "the CAT see the dog ."]
+    pairs = [acceptability.load_suites(recipe["task"]["data_dir"])["agreement_1"][0]]
+    ids = acceptability.frame(pairs, run.vocabulary).inputs  # the same sentences
+    logits = np.asarray(run.model(ids))
+    out = loaded.serve_text(tf.constant(sentences))
+    np.testing.assert_array_equal(out["label"], logits.argmax(-1))
+    np.testing.assert_allclose(out["probabilities"], tf.nn.softmax(logits), atol=1e-5)
+    np.testing.assert_array_equal(out["lengths"], [6, 6])
+    served = loaded.serve(tf.constant(ids))
+    assert served.shape == (2, 2)  # no time axis to cut
+    np.testing.assert_allclose(served, logits, atol=1e-5)

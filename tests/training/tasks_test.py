@@ -2,9 +2,10 @@ import keras
 import numpy as np
 import pytest
 
+from tests.training.data.shared_data import SHARED
 from tests.training.tiny import tiny_recipe
 from training.callbacks import ResetStatesEachEpoch
-from training.data import corpora, dyck, recognition
+from training.data import acceptability, corpora, dyck, recognition
 from training.data.batching import EpochShuffle, curriculum_limits
 from training.metrics import bracket_prediction_accuracy
 from training.tasks import ClosingBracketTask, make_task
@@ -48,7 +49,9 @@ def test_a_task_reads_its_data_only_when_asked(monkeypatch):
     assert calls == [1]  # generated once, on first use
 
 
-@pytest.mark.parametrize("kind", ["closing_bracket", "recognition"])
+@pytest.mark.parametrize(
+    "kind", ["closing_bracket", "recognition", "dyck_depth", "acceptability"]
+)
 def test_stateless_tasks_refuse_a_stateful_model(kind):
     with pytest.raises(ValueError, match="expected stateful=False, received True"):
         make_task(tiny_recipe(kind)).build_model(stateful=True, batch_size=2)
@@ -227,3 +230,91 @@ def test_hard_negatives_follow_the_recipe(monkeypatch):
         tiny_recipe("recognition", extra=["task.hard_negatives=edit"])
     ).arrays
     assert seen == ["edit"]
+
+
+class FixedLogits:
+    """A stand-in tagger or classifier whose logits are given."""
+
+    jit_compile = False
+
+    def __init__(self, logits):
+        self.logits = logits
+
+    def predict(self, inputs, **kwargs):
+        if self.logits.ndim == 2:  # a classifier's: no time axis
+            return self.logits[: len(inputs)]
+        return self.logits[: len(inputs), : inputs.shape[1]]
+
+
+def test_depth_tagging_is_scored_per_depth_and_per_length():
+    task = make_task(tiny_recipe("dyck_depth"))
+    assert task.head == "tagger" and task.num_classes == task.m + 1 == 5
+    arrays = task.arrays["test"]
+    logits = np.eye(task.num_classes, dtype="float32")[arrays.depths]
+    perfect = task.evaluate(FixedLogits(logits), "test")
+    assert perfect["accuracy"] == perfect["string_accuracy"] == 1.0
+    assert set(perfect["per_depth"]) == {"0", "1", "2", "3", "4"}
+    longest = int(task.arrays["train"].lengths.max())
+    assert perfect["longest_training"] == longest
+    # The test strings are all longer than every training string.
+    assert perfect["beyond_training"]["strings"] == len(arrays.inputs)
+    assert sum(v["strings"] for v in perfect["per_length"].values()) == 16
+    # Wrong wherever the stack is full: depth m only.
+    deepest = arrays.depths == task.m
+    logits = np.eye(task.num_classes, dtype="float32")[
+        np.where(deepest, task.m - 1, arrays.depths)
+    ]
+    metrics = task.evaluate(FixedLogits(logits), "test")
+    assert metrics["per_depth"]["4"] == {"accuracy": 0.0, "tokens": int(deepest.sum())}
+    assert all(metrics["per_depth"][d]["accuracy"] == 1.0 for d in "0123")
+    real = arrays.mask > 0
+    assert metrics["accuracy"] == pytest.approx(1 - deepest.sum() / real.sum())
+    assert metrics["string_accuracy"] == pytest.approx(1 - deepest.any(1).mean())
+    report = task.report(metrics, "test")
+    assert report.startswith("test: token accuracy ") and "beyond the longest" in report
+
+
+def test_acceptability_is_scored_per_sentence_pair_phenomenon_and_suite():
+    task = make_task(tiny_recipe("acceptability"))
+    assert task.head == "classifier" and task.text_normalizer is not None
+    arrays = task.arrays["test"]
+    assert sorted(set(arrays.suites)) == ["agreement_3", "anaphora_3", "ellipsis_1"]
+    good = arrays.labels == 1
+    logits = np.zeros((len(good), 2), "float32")
+    suite = arrays.suites
+    # agreement_3 right; anaphora_3 "acceptable" always, the good one more so;
+    # ellipsis_1 wrong both ways.
+    logits[:, 1] = np.where(suite == "agreement_3", np.where(good, 1.0, -1.0), 0.0)
+    logits[:, 1] += np.where(suite == "anaphora_3", np.where(good, 3.0, 2.0), 0.0)
+    logits[:, 1] += np.where(suite == "ellipsis_1", np.where(good, -1.0, 1.0), 0.0)
+    metrics = task.evaluate(FixedLogits(logits), "test")
+    assert metrics["accuracy"] == pytest.approx(0.5)
+    assert metrics["pair_accuracy"] == pytest.approx(2 / 3)
+    assert metrics["per_suite"]["anaphora_3"] == {
+        "accuracy": 0.5,
+        "pair_accuracy": 1.0,
+        "sentences": 16,
+    }
+    assert metrics["per_phenomenon"]["ellipsis"]["pair_accuracy"] == 0.0
+    assert metrics["per_phenomenon"]["agreement"]["accuracy"] == 1.0
+    assert (metrics["sentences"], metrics["pairs"], metrics["suites"]) == (48, 24, 3)
+    assert metrics["out_of_vocabulary"] == arrays.num_oov
+    report = task.report(metrics, "test")
+    assert "pair accuracy 0.6667 (48 sentences of 3 held-out suites" in report
+    assert "anaphora_3    0.5000    1.0000" in report
+
+
+def test_acceptability_on_blimp_holds_out_whole_suites():
+    if not (SHARED / acceptability.SUITE_FOLDER).is_dir():
+        pytest.skip(
+            f"{SHARED / acceptability.SUITE_FOLDER} not found: set ZOO_DATA_DIR to "
+            "the folder holding BLiMP's suites (blimp/*.jsonl)"
+        )
+    recipe = tiny_recipe("acceptability", extra=[f"task.data_dir={SHARED}"])
+    task = make_task(recipe)  # tiny: a few pairs of every suite
+    assert len(task.suite_splits["test"]) == 13
+    train = set(task.arrays["train"].suites)
+    assert not train & set(task.arrays["test"].suites)
+    assert not train & set(task.arrays["valid"].suites)
+    assert task.vocabulary.tokens[:2] == ["<pad>", "<unk>"]
+    assert task.arrays["train"].num_oov == 0 < task.arrays["test"].num_oov

@@ -1,5 +1,9 @@
 """Tiny recipes of every task kind, for tests that train (seconds each)."""
 
+import json
+import tempfile
+from pathlib import Path
+
 from training import recipes, runs
 
 # A tiny run trains a few steps: XLA's compile (seconds) would cost more than
@@ -34,6 +38,25 @@ TINY = {
         "train.epochs=2",
         NO_XLA,
     ],
+    "dyck_depth": [
+        "task.train_sequences=48",
+        "task.dev_sequences=16",
+        "task.test_sequences=16",
+        "model.units=8",
+        "model.embedding_dim=8",
+        "model.bidirectional=true",
+        "train.epochs=2",
+        "train.batch_size=16",
+        NO_XLA,
+    ],
+    "acceptability": [
+        "task.pairs_per_suite=8",
+        "model.units=8",
+        "model.embedding_dim=8",
+        "train.epochs=2",
+        "train.batch_size=8",
+        NO_XLA,
+    ],
     "language_model": [
         "model.units=8",
         "model.embedding_dim=8",
@@ -48,15 +71,71 @@ RECIPE_OF = {
     "closing_bracket": "dyck2_dyck_rnn",
     "recognition": "recognition_d2_diffstk_rnn",
     "language_model": "ptb_word_lstm",
+    "dyck_depth": "dyck_depth_lstm",
+    "acceptability": "blimp_acceptability_lstm",
 }
 TEXT = "the cat sat on the mat\nthe dog sat on the log\n" * 200
 
 
+NOUNS = ("cat", "dog", "bird", "horse")
+# Phenomenon -> suite -> (good, bad) templates; a phenomenon of two suites
+# has no validation suite.
+SUITES = {
+    "agreement": {
+        f"agreement_{i}": ("The {a} {verb}s the {b}.", "The {a} {verb} the {b}.")
+        for i in (1, 2, 3)
+    },
+    "anaphora": {
+        f"anaphora_{i}": ("The {a} {verb}s itself.", "The {a} {verb}s themselves.")
+        for i in (1, 2, 3)
+    },
+    "ellipsis": {
+        f"ellipsis_{i}": ("The {a} can't {verb}, but the {b} can.", "The {a} can.")
+        for i in (1, 2)
+    },
+}
+
+
+def write_suites(folder, pairs=8):
+    """Writes BLiMP-like suites into `folder/blimp/`; returns `folder`.
+
+    8 suites of three phenomena, `pairs` pairs each: `split_suites` holds
+    out 3 for the test and 2 for validation.
+    """
+    suites = Path(folder) / "blimp"
+    suites.mkdir(parents=True, exist_ok=True)
+    for term, templates in SUITES.items():
+        for index, (name, (good, bad)) in enumerate(templates.items()):
+            lines = []
+            for i in range(pairs):
+                words = {
+                    "a": NOUNS[i % 4],
+                    "b": NOUNS[(i + 1 + index) % 4],
+                    "verb": ("see", "chase", "like")[(i + index) % 3],
+                }
+                record = {
+                    "sentence_good": good.format(**words),
+                    "sentence_bad": bad.format(**words),
+                    "linguistics_term": term,
+                    "UID": name,
+                }
+                lines.append(json.dumps(record))
+            (suites / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    return Path(folder)
+
+
 def tiny_recipe(kind, text_file=None, extra=()):
-    """The tiny recipe of `kind`; a language model reads `text_file`."""
+    """The tiny recipe of `kind`; a language model reads `text_file`.
+
+    The acceptability task reads suites `write_suites` writes beside
+    `text_file` (or in a new temporary folder).
+    """
     overrides = [*TINY[kind], *extra]
     if kind == "language_model":
         overrides.append(f"task.corpus=file:{text_file}")
+    if kind == "acceptability":
+        folder = Path(text_file).parent if text_file else Path(tempfile.mkdtemp())
+        overrides.insert(0, f"task.data_dir={write_suites(folder)}")
     return recipes.resolve(RECIPE_OF[kind], "small", overrides)
 
 

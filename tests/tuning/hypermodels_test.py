@@ -6,6 +6,7 @@ import zoo.cells.diffstk  # noqa: F401  registers diffstk_*
 import zoo.cells.multi_matrix  # noqa: F401  registers mmrnn, mmlstm
 import zoo.cells.second_order  # noqa: F401  registers second_order_lstm
 import zoo.cells.stack_rnn  # noqa: F401  registers stack_rnn
+from tests.training.tiny import tiny_recipe
 from training import recipes
 from training.tasks import make_task
 from tuning.hypermodels import RecurrentHyperModel
@@ -182,8 +183,37 @@ def test_fit_passes_the_tuners_arguments_on_and_refuses_data(recipe, task):
         ({"param_budget": 0}, "`param_budget` must be a positive integer"),
         ({"budget_tolerance": 0}, r"`budget_tolerance` must be in \(0"),
         ({"stack_depth": [8, 16]}, "`stack_depth` is not an option of any searched"),
+        ({"bidirectional": "yes"}, "`bidirectional` must be True or False"),
+        ({"bidirectional": [False, True]}, "expected False for task.kind 'dyck'"),
     ],
 )
 def test_invalid_arguments(recipe, arguments, message):
     with pytest.raises(ValueError, match=message):
         RecurrentHyperModel(recipe, **arguments)
+
+
+@pytest.mark.parametrize("kind", ["dyck_depth", "acceptability"])
+def test_a_search_covers_taggers_and_classifiers_both_ways(kind):
+    recipe = tiny_recipe(kind, extra=["model.bidirectional=false"])
+    hypermodel = RecurrentHyperModel(
+        recipe,
+        cells=["lstm", "stack_rnn"],
+        units=4,
+        num_layers=[1, 2],
+        bidirectional=[False, True],
+        stack_depth=4,
+    )
+    hp = declared(hypermodel, cell="stack_rnn", num_layers=2, bidirectional=True)
+    trial = hypermodel.recipe_for(hp)
+    assert trial["model"]["bidirectional"] is True
+    assert trial["model"]["options"] == {"stack_depth": 4}
+    model = hypermodel.build(hp)
+    layer = model.get_layer("recurrent_1")
+    assert isinstance(layer, keras.layers.Bidirectional)
+    assert layer.forward_layer.cell.stack_depth == 4
+    history = hypermodel.fit(hp, model, epochs=1, verbose=0)
+    assert history.history["parameters"] == [float(model.count_params())]
+    # Not searched: the recipe's own value.
+    fixed = RecurrentHyperModel(recipe, units=4, num_layers=1)
+    trial = fixed.recipe_for(keras_tuner.HyperParameters())
+    assert trial["model"]["bidirectional"] is False

@@ -4,6 +4,7 @@ import shutil
 import pytest
 
 import zoo.cells.multi_matrix  # noqa: F401  registers mmlstm
+from tests.training import tiny
 from training import recipes, runs
 from training import train as train_cli
 from tuning import search
@@ -130,6 +131,19 @@ def test_unreachable_budget_is_a_failed_trial_not_a_crash(tmp_path, capsys):
     assert "No trial completed" in output
 
 
+def test_a_search_over_directions_writes_a_bidirectional_best_recipe(tmp_path):
+    argv = ["--recipe", "dyck_depth_lstm", *tiny.TINY["dyck_depth"]]
+    argv += ["train.epochs=1", "--units", "4", "--num-layers", "1"]
+    argv += ["--dropout", "0", "--learning-rate", "0.01", "--verbose", "0"]
+    argv += ["--bidirectional", "true", "--directory", str(tmp_path)]
+    assert search.main([*argv, "--project-name", "both", "--max-trials", "1"]) == 0
+    settings = json.loads((tmp_path / "both" / search.SETTINGS).read_text())
+    assert settings["bidirectional"] == [True]
+    best = recipes.resolve(str(tmp_path / "both" / search.BEST_RECIPE))
+    assert best["model"]["bidirectional"] is True
+    assert best["task"]["kind"] == "dyck_depth"
+
+
 def test_hyperband_runs_a_trial(tmp_path):
     arguments = ["--tuner", "hyperband", "--max-trials", "1", "train.epochs=2"]
     assert run(tmp_path, *arguments) == 0
@@ -154,6 +168,10 @@ def test_bayesian_runs_a_trial(tmp_path):
         (["--recipe", "tiny_dyck_lstm", "--option", "k"], "must look like NAME=V"),
         (["--recipe", "tiny_dyck_lstm", "--cells", "lstm,nope"], "Unknown cell"),
         (["--recipe", "tiny_dyck_lstm", "--max-trials", "0"], "`max_trials` must be"),
+        (
+            ["--recipe", "tiny_dyck_lstm", "--bidirectional", "false,true"],
+            "expected False for task.kind 'dyck'",
+        ),
     ],
 )
 def test_invalid_arguments(tmp_path, capsys, arguments, message):

@@ -348,6 +348,20 @@ def annotate_targets(targets, k):
     return close_targets, distances
 
 
+def _padded_length(strings, length, caller, unit):
+    """`length`, or the longest string's; a `ValueError` if it cannot hold them."""
+    if not strings:
+        raise ValueError(f"{caller} needs at least one string; received an empty list.")
+    longest = max(len(s) for s in strings)
+    if length is None:
+        return longest
+    if length < longest:
+        raise ValueError(
+            f"length={length} is shorter than the longest string ({longest} {unit})"
+        )
+    return length
+
+
 def frame(strings, k, length=None):
     """Frames strings for next-token prediction: see `DyckArrays`.
 
@@ -359,15 +373,7 @@ def frame(strings, k, length=None):
     """
     _check_k_m(k)
     strings = [np.asarray(s, dtype=np.int32) for s in strings]
-    if not strings:
-        raise ValueError("frame needs at least one string; received an empty list.")
-    longest = max(len(s) for s in strings)
-    if length is None:
-        length = longest
-    if length < longest:
-        raise ValueError(
-            f"length={length} is shorter than the longest string ({longest} tokens)"
-        )
+    length = _padded_length(strings, length, "frame", "tokens")
     inputs = np.zeros((len(strings), length), dtype=np.int32)
     targets = np.zeros((len(strings), length), dtype=np.int32)
     for row, tokens in enumerate(strings):
@@ -404,3 +410,62 @@ def closing_as_next_token(closing, k):
     first_close = close_id(0, k)
     probabilities[..., first_close : first_close + k] = closing
     return probabilities
+
+
+@dataclasses.dataclass
+class DepthArrays:
+    """Padded arrays for tagging each bracket with the stack depth after it.
+
+    Shape `(num_strings, T)`; END is not part of the input.
+
+    Attributes:
+        inputs: the bracket ids; PAD_ID after the end.
+        depths: the number of open brackets not yet closed after reading
+            `inputs[:, :t+1]`, 0 .. m (0 on padding).
+        mask: float32, 1 on brackets, 0 on padding.
+        lengths: int32 `(num_strings,)`, the number of brackets.
+    """
+
+    inputs: np.ndarray
+    depths: np.ndarray
+    mask: np.ndarray
+    lengths: np.ndarray
+
+
+def frame_depths(strings, k, length=None):
+    """Frames strings for depth tagging: see `DepthArrays`.
+
+    Args:
+        strings: iterable of int arrays of bracket ids, optionally ending with
+            END (dropped), e.g. from `sample_dyck`.
+        k: number of bracket types.
+        length: padded length T; defaults to the longest string.
+    """
+    _check_k_m(k)
+    strings = [np.asarray(s, dtype=np.int32) for s in strings]
+    strings = [s[:-1] if len(s) and s[-1] == END_ID else s for s in strings]
+    length = _padded_length(strings, length, "frame_depths", "brackets")
+    inputs = np.zeros((len(strings), length), dtype=np.int32)
+    depths = np.zeros((len(strings), length), dtype=np.int32)
+    for row, tokens in enumerate(strings):
+        kind = tokens - FIRST_BRACKET_ID
+        if ((kind < 0) | (kind >= 2 * k)).any():
+            raise ValueError(
+                f"string {row} holds a token that is no bracket of Dyck-{k}; "
+                f"expected ids {FIRST_BRACKET_ID} .. {FIRST_BRACKET_ID + 2 * k - 1}"
+            )
+        depth = np.cumsum(np.where(kind < k, 1, -1))
+        if len(depth) and depth.min() < 0:
+            raise ValueError(
+                f"string {row} closes a bracket it never opened (depth "
+                f"{int(depth.min())}); expected a prefix of a Dyck-{k} string"
+            )
+        inputs[row, : len(tokens)] = tokens
+        depths[row, : len(tokens)] = depth
+    lengths = np.array([len(s) for s in strings], dtype=np.int32)
+    return DepthArrays(
+        inputs=inputs,
+        depths=depths,
+        mask=(inputs != PAD_ID).astype(np.float32),
+        lengths=lengths,
+    )

@@ -12,7 +12,8 @@ Where a file `<folder>/<filename>` is looked for, in order:
        the archive itself has no published checksum).
 
 `find_local` does steps 1 and 2 for any file (the minimal-pair suites use it
-too); `locate` all three for the corpora of `SOURCES`.
+too), `find_local_folder` for a folder of files (BLiMP's suites); `locate`
+all three for the corpora of `SOURCES`.
 """
 
 import hashlib
@@ -108,6 +109,17 @@ def find_local(folder, filename, data_dir):
         for candidate in (root / folder / filename, root / filename):
             if candidate.is_file():
                 return candidate
+    return None
+
+
+def find_local_folder(folder, data_dir):
+    """The first `<dir>/<folder>` that is a folder, `<dir>` as in `find_local`.
+
+    `None` when neither `data_dir` nor `ZOO_DATA_DIR` holds one.
+    """
+    for root in _data_dirs(data_dir):
+        if (root / folder).is_dir():
+            return root / folder
     return None
 
 

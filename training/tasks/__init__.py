@@ -14,24 +14,36 @@
 - `LanguageModelTask` (`"language_model"`): a text corpus, stateful truncated
   BPTT (or epoch-shuffled windows), evaluated with cross-entropy, perplexity
   and bits per token over the whole split with the state carried through.
+- `DyckDepthTask` (`"dyck_depth"`): sequence tagging, the stack depth after
+  every bracket of a Dyck-(k, m) string, by a (bidirectional) tagger,
+  evaluated with token accuracy per depth and per length.
+- `AcceptabilityTask` (`"acceptability"`): text classification, BLiMP's
+  sentences as acceptable or not with whole suites held out, by a
+  (bidirectional) classifier, evaluated with sentence and pair accuracy per
+  phenomenon and per suite.
 
 Making a task reads no data: the vocabulary (the given one, e.g. a run's
 `vocabulary.json`, or the task's own), the start id and the model follow from
 the recipe. Data are generated or read the first time `train_data`,
-`validation_data` or `evaluate` needs them (a language model without a given
-vocabulary reads its training split to build one).
+`validation_data` or `evaluate` needs them (a language model or the
+acceptability task without a given vocabulary reads its training split to
+build one).
 
 Every task has `recipe`, `vocabulary`, `vocab_size`, `start_id` (the id a
 text is read after, or None), `head` (what the model outputs:
-`"language_model"`, `"closing_bracket"` or `"recognizer"`), `monitor`,
+`"language_model"`, `"closing_bracket"`, `"recognizer"`, `"tagger"` or
+`"classifier"`), `text_normalizer` (what raw text goes through before its
+tokens are looked up, or None), `monitor`,
 `splits` and the methods `build_model(stateful=False, batch_size=None)`,
 `compile_arguments()`, `train_data()` (the dataset and the callbacks it
 needs), `validation_data()`, `evaluate(model, split)`,
 `report(metrics, split)` and `with_recipe(recipe)`.
 """
 
+from training.tasks.acceptability import AcceptabilityTask
 from training.tasks.closing_bracket import ClosingBracketTask
 from training.tasks.dyck import DyckTask
+from training.tasks.dyck_depth import DyckDepthTask
 from training.tasks.language_model import LanguageModelTask
 from training.tasks.recognition import RecognitionTask
 
@@ -40,6 +52,8 @@ TASKS = {
     "closing_bracket": ClosingBracketTask,
     "recognition": RecognitionTask,
     "language_model": LanguageModelTask,
+    "dyck_depth": DyckDepthTask,
+    "acceptability": AcceptabilityTask,
 }
 
 

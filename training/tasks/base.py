@@ -30,6 +30,10 @@ class Task:
     head = "language_model"
     end_id = None  # the id that ends a generated string, if the task has one
     splits = ("valid", "test")
+    # TensorFlow ops a text goes through before its tokens are looked up
+    # (`string tensor -> string tensor`), in training and in the export; None
+    # for text that is already tokens separated by spaces.
+    text_normalizer = None
 
     def __init__(self, recipe, vocabulary=None):
         self.recipe = recipe
@@ -64,6 +68,14 @@ class Task:
             "num_layers": model["num_layers"],
             "dropout": model["dropout"],
             **model["options"],
+        }
+
+    def _labeling_arguments(self, num_classes):
+        # What `zoo.tagger` and `zoo.classifier` both take.
+        return {
+            **self._builder_arguments(),
+            "num_classes": num_classes,
+            "bidirectional": self.recipe["model"]["bidirectional"],
         }
 
     def build_model(self, stateful=False, batch_size=None):
@@ -116,8 +128,10 @@ class Task:
         With XLA (`compile_mode.choose` at the split's length) the inputs are
         padded with padding ids to multiples of `PREDICT_BATCH` rows and
         `PREDICT_LENGTH_STEP` steps, so every split of a run reuses a few
-        compiled shapes; the outputs are cut back (the models are causal, so
-        padding after a string changes none of its outputs).
+        compiled shapes; the outputs are cut back (the models are causal, or
+        mask the padding, so padding after a string changes none of its
+        outputs). An output with no time axis (a classifier's) is cut to the
+        rows alone.
         """
         rows, length = inputs.shape
         padded_length = -(-length // PREDICT_LENGTH_STEP) * PREDICT_LENGTH_STEP
@@ -134,7 +148,9 @@ class Task:
             padded[:rows, :length] = inputs
             inputs = padded
         outputs = model.predict(inputs, batch_size=PREDICT_BATCH, verbose=0)
-        return keras.tree.map_structure(lambda x: x[:rows, :length], outputs)
+        return keras.tree.map_structure(
+            lambda x: x[:rows, :length] if x.ndim == 3 else x[:rows], outputs
+        )
 
 
 @contextlib.contextmanager

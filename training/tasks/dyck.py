@@ -37,9 +37,12 @@ class DyckTask(Task):
     def own_vocabulary(self):
         return Vocabulary(dyck.token_names(self.k), unk_token=None)
 
-    @functools.cached_property
-    def arrays(self):
-        """`{"train", "valid", "test"}` -> `DyckArrays`, generated on first use."""
+    def _framed(self, frame):
+        """`{"train", "valid", "test"}` -> `frame(strings, k)` of the splits.
+
+        The splits are Hewitt et al.'s (`dyck.dyck_splits`) at the recipe's
+        sizes, generated from `train.seed` here.
+        """
         task = self.recipe["task"]
         strings = dyck.dyck_splits(
             self.k,
@@ -51,10 +54,15 @@ class DyckTask(Task):
             seed=self.recipe["train"]["seed"],
         )
         return {
-            "train": dyck.frame(strings["train"], self.k),
-            "valid": dyck.frame(strings["dev"], self.k),
-            "test": dyck.frame(strings["test"], self.k),
+            "train": frame(strings["train"], self.k),
+            "valid": frame(strings["dev"], self.k),
+            "test": frame(strings["test"], self.k),
         }
+
+    @functools.cached_property
+    def arrays(self):
+        """`{"train", "valid", "test"}` -> `DyckArrays`, generated on first use."""
+        return self._framed(dyck.frame)
 
     def _columns(self, split):
         arrays = self.arrays[split]

@@ -196,6 +196,48 @@ def test_frame_arrays():
     assert arrays.inputs.dtype == np.int32
 
 
+def test_depth_arrays():
+    # ( [ ] ) ( ) END  with k=2: (a=3 (b=4 a)=5 b)=6; END is not an input.
+    strings = [np.array([3, 4, 6, 5, 3, 5, 2]), np.array([4, 6])]
+    arrays = dyck.frame_depths(strings, 2, length=8)
+    np.testing.assert_array_equal(arrays.inputs[0], [3, 4, 6, 5, 3, 5, 0, 0])
+    np.testing.assert_array_equal(arrays.depths[0], [1, 2, 1, 0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(arrays.inputs[1], [4, 6, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(arrays.depths[1], [1, 0, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(arrays.mask[1], [1, 1, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(arrays.lengths, [6, 2])
+    assert arrays.inputs.dtype == arrays.depths.dtype == np.int32
+
+
+def test_depths_are_the_stack_size_and_never_exceed_m():
+    strings = dyck.sample_dyck(3, 5, num_sequences=50, seed=3)
+    arrays = dyck.frame_depths(strings, 3)
+    for row, tokens in enumerate(strings):
+        stack = []
+        for t, token in enumerate(tokens[:-1].tolist()):
+            if token < dyck.close_id(0, 3):
+                stack.append(token)
+            else:
+                stack.pop()
+            assert arrays.depths[row, t] == len(stack)
+    assert arrays.depths.max() == 5 and arrays.depths.min() == 0
+
+
+@pytest.mark.parametrize(
+    "strings, message",
+    [
+        ([np.array([5, 3])], "closes a bracket it never opened"),
+        ([np.array([3, 1, 5])], "no bracket of Dyck-2"),
+        ([], "at least one string"),
+    ],
+)
+def test_depth_arrays_refuse_what_is_no_dyck_prefix(strings, message):
+    with pytest.raises(ValueError, match=message):
+        dyck.frame_depths(strings, 2)
+    with pytest.raises(ValueError, match="shorter than the longest string"):
+        dyck.frame_depths([np.array([3, 5])], 2, length=1)
+
+
 def test_closing_bracket_labels_are_the_stack_top():
     arrays = dyck.frame(dyck.sample_dyck(3, 5, num_sequences=50, seed=2), 3)
     closing = arrays.close_weights > 0

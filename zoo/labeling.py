@@ -1,0 +1,190 @@
+"""Model builders that label text: a label per token and a label per sequence.
+
+The lecture's two applications of a recurrent encoder ("Application: Sequence
+Tagging", "Application: Text Classification"): `tagger` gives every token a
+distribution over `C` classes, `softmax(W_o h_i)`, trained with the mean
+cross-entropy over the tokens; `classifier` gives the whole sequence one,
+`softmax(W_o h_n)`. Both stack `num_layers` recurrent layers of any registered
+cell ("Multi-layer RNNs": each layer's states are the next layer's inputs) and
+can read in both directions ("Bidirectional RNNs"): a bidirectional layer
+concatenates, at each token, the forward state (read from the first token to
+it) and the backward state (read from the last token back to it), the
+lecture's `h_t = [<-h_t, ->h_t]` in Keras's order `[->h_t, <-h_t]`.
+
+Token id 0 is padding: it is masked, so a padded step changes no state of
+either direction, no label and no loss.
+"""
+
+import keras
+
+from zoo.cells.diffstk_jax import carry_noise_key_on_jax
+from zoo.checks import check_choice, check_positive_int
+from zoo.layers.pooling import POOLING_MODES, SequencePooling
+from zoo.models import masked_token_inputs, recurrent_layer, variational_dropout
+
+POOLINGS = ("last", *POOLING_MODES)
+
+
+def bidirectional_layer(cell, units, **options):
+    """Returns `keras.layers.Bidirectional` over the sequence layer of `cell`.
+
+    The layer is `recurrent_layer(cell, units, **options)` (a cell's own
+    sequence layer, such as minGRU's, included); Keras makes its backward
+    copy with `go_backwards=True`. With `return_sequences=False` the output
+    is the forward pass's state after the last unmasked token beside the
+    backward pass's state after the first token: each direction's whole
+    reading of the sequence (the lecture's "slight modifications" for
+    classification). On JAX both copies of a DiffStk layer get
+    `carry_noise_key_on_jax`, which Keras's copying would drop.
+    """
+    name = options.pop("name", None)
+    layer = keras.layers.Bidirectional(
+        recurrent_layer(cell, units, **options), name=name
+    )
+    for direction in (layer.forward_layer, layer.backward_layer):
+        carry_noise_key_on_jax(direction)
+    return layer
+
+
+def _labeler(
+    pooling,
+    cell,
+    vocab_size,
+    units,
+    num_classes,
+    num_layers,
+    bidirectional,
+    dropout,
+    embedding_dim,
+    cell_options,
+):
+    """A tagger (`pooling=None`) or a classifier pooling its states so."""
+    ids, x, mask = masked_token_inputs(
+        cell, vocab_size, units, embedding_dim, num_layers, dropout, cell_options
+    )
+    check_positive_int("num_classes", num_classes)
+    if not isinstance(bidirectional, bool):
+        raise ValueError(
+            f"`bidirectional` must be True or False; received {bidirectional!r}."
+        )
+    make_layer = bidirectional_layer if bidirectional else recurrent_layer
+    for index in range(num_layers):
+        # The top layer of a classifier that reads the last state returns it.
+        sequences = pooling != "last" or index < num_layers - 1
+        layer = make_layer(
+            cell,
+            units,
+            return_sequences=sequences,
+            name="recurrent" if index == 0 else f"recurrent_{index}",
+            **dict(cell_options),
+        )
+        x = layer(x, mask=mask)
+        if dropout and sequences:
+            x = variational_dropout(dropout, f"dropout_{index}")(x)
+        elif dropout:
+            x = keras.layers.Dropout(dropout, name=f"dropout_{index}")(x)
+    if pooling in POOLING_MODES:
+        x = SequencePooling(pooling, name="pooling")(x, mask=mask)
+    logits = keras.layers.Dense(num_classes, dtype="float32", name="logits")(x)
+    kind = "tagger" if pooling is None else "classifier"
+    return keras.Model(ids, logits, name=f"{cell}_{kind}")
+
+
+def tagger(
+    cell,
+    vocab_size,
+    units,
+    num_classes,
+    num_layers=1,
+    bidirectional=False,
+    dropout=0.0,
+    embedding_dim=None,
+    **cell_options,
+):
+    """Builds a sequence tagger: token ids to a class distribution per token.
+
+    The model maps int token ids `(batch, time)`, 0 as padding, to logits
+    `(batch, time, num_classes)`, `W_o h_i + b_o` for every token `i`: an
+    embedding (`mask_zero=True`), `num_layers` recurrent layers of the
+    registered `cell`, each bidirectional when `bidirectional`, and a linear
+    layer (float32 under a mixed dtype policy). Train it with
+    `SparseCategoricalCrossentropy(from_logits=True)` on labels
+    `(batch, time)`: Keras averages the loss over the unpadded tokens, the
+    lecture's `L = -1/n sum_i log P(y_i)`. A cell that reads token ids
+    (`takes_token_ids`: `tensor_rnn`, `dyck_rnn`) reads them directly, in one
+    layer, with the same padding mask.
+
+    Args:
+        cell: Registry name of the cell (see `zoo.available_cells()`).
+        vocab_size: Positive integer, the number of token ids, padding 0
+            included.
+        units: Positive integer, each direction's hidden size.
+        num_classes: Positive integer `C`, the number of tags.
+        num_layers: Number of stacked recurrent layers (named `"recurrent"`,
+            `"recurrent_1"`, ...). Default: 1.
+        bidirectional: Whether every layer also reads right to left (its
+            states are then `2 * units` wide). Default: `False`.
+        dropout: Variational dropout rate in [0, 1) on the embedding and
+            after each recurrent layer. Default: 0.
+        embedding_dim: Size of the embedding. Default: `units`.
+        **cell_options: Passed to the cell's constructor (for the stack
+            cells: `stack_depth`, ...).
+
+    Example:
+
+    >>> model = tagger("lstm", vocab_size=7, units=8, num_classes=5,
+    ...                bidirectional=True)
+    >>> model(np.array([[3, 3, 5, 6, 0]], "int32")).shape
+    (1, 5, 5)
+    """
+    layers = (num_layers, bidirectional, dropout, embedding_dim)
+    return _labeler(None, cell, vocab_size, units, num_classes, *layers, cell_options)
+
+
+def classifier(
+    cell,
+    vocab_size,
+    units,
+    num_classes,
+    num_layers=1,
+    bidirectional=False,
+    dropout=0.0,
+    embedding_dim=None,
+    pooling="last",
+    **cell_options,
+):
+    """Builds a text classifier: token ids to one class distribution per sequence.
+
+    The model maps int token ids `(batch, time)`, 0 as padding, to logits
+    `(batch, num_classes)`, `W_o h + b_o` of one vector `h` per sequence read
+    from the top layer's states, as `pooling` says:
+
+    - `"last"`: the last state, `h_n` (the lecture's classifier). In a
+      bidirectional layer that is the forward pass's state after the last
+      unmasked token beside the backward pass's state after the first token,
+      where the backward pass ends, not its state at the last token (which
+      has read one token).
+    - `"mean"`, `"max"`: the mean or the feature-wise maximum of the states
+      over the unmasked tokens (`zoo.layers.SequencePooling`).
+
+    Layers, masking, dropout and the other arguments are `tagger`'s (the
+    top layer's dropout falls on its last state with `"last"`). Train it with
+    `SparseCategoricalCrossentropy(from_logits=True)` on labels `(batch,)`.
+
+    Args:
+        cell, vocab_size, units, num_classes, num_layers, bidirectional,
+            dropout, embedding_dim, **cell_options: as in `tagger`.
+        pooling: `"last"`, `"mean"` or `"max"`. Default: `"last"`.
+
+    Example:
+
+    >>> model = classifier("mlstm", vocab_size=50, units=16, num_classes=2,
+    ...                    num_layers=2, bidirectional=True, pooling="max")
+    >>> model(np.ones((3, 7), "int32")).shape
+    (3, 2)
+    """
+    check_choice("pooling", pooling, POOLINGS)
+    layers = (num_layers, bidirectional, dropout, embedding_dim)
+    return _labeler(
+        pooling, cell, vocab_size, units, num_classes, *layers, cell_options
+    )
