@@ -150,3 +150,13 @@ def test_relative_link_resolves(page, target):
     if anchor:
         assert file.suffix == ".md", f"{page}: {target}: anchor into a non-page"
         assert anchor in anchors(file), f"{page}: {target}: no such heading"
+
+
+def test_the_readme_is_short_and_links_every_docs_page():
+    # Issue 24: one screenful or two for a newcomer, the reference in docs/.
+    text = README.read_text()
+    assert len(text.splitlines()) < 250
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert pages
+    unlinked = [p.name for p in pages if f"](docs/{p.name}" not in text]
+    assert not unlinked, f"README.md links no docs page named: {unlinked}"
