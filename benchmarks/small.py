@@ -52,8 +52,11 @@ def batches(task, count):
 
 
 def reads_ids(cell):
-    """Whether the cell reads token ids itself (no embedding), as tensor_rnn."""
-    return zoo.cell_takes_vocab_size(zoo.get_cell_class(cell))
+    """Whether the cell reads token ids itself (no embedding), as tensor_rnn.
+
+    The class attribute the model builders check (`zoo.models`).
+    """
+    return getattr(zoo.get_cell_class(cell), "takes_token_ids", False)
 
 
 def make_model(task, cell, units, jit_compile):

@@ -32,16 +32,26 @@ Choice = collections.namedtuple("Choice", ["used", "reason"])
 Choice.__doc__ = """Whether XLA is used (`used`, a bool) and why (`reason`)."""
 
 
-def cpu_name():
-    """The CPU model this process runs on, as /proc/cpuinfo names it."""
+def _cpuinfo(key):
+    """The first value of `key` in /proc/cpuinfo, or None where there is none."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip().lower() == "model name" and value.strip():
+            name, _, value = line.partition(":")
+            if name.strip().lower() == key and value.strip():
                 return value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    return None
+
+
+def cpu_name():
+    """The CPU model this process runs on, as /proc/cpuinfo names it."""
+    return (
+        _cpuinfo("model name")
+        or platform.processor()
+        or platform.machine()
+        or "unknown CPU"
+    )
 
 
 # The vector instructions that change a CPU's float arithmetic and speed;
@@ -51,15 +61,8 @@ CPU_FEATURES = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_til
 
 def cpu_features():
     """Those of `CPU_FEATURES` this CPU has, in that order ([] if unknown)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip().lower() == "flags":
-                flags = set(value.split())
-                return [name for name in CPU_FEATURES if name in flags]
-    except OSError:
-        pass
-    return []
+    flags = set((_cpuinfo("flags") or "").split())
+    return [name for name in CPU_FEATURES if name in flags]
 
 
 def choose(setting, units, batch, length):
