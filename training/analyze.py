@@ -4,7 +4,9 @@
 
 WHAT is one of:
     surprisal  loss on and 1..4 steps after the 10% most surprising tokens
-               (Krause et al. 2016, 4.2), one line per language-model run
+               (Krause et al. 2016, 4.2), one line per language-model run;
+               for two runs, the first's advantage after surprises against
+               its advantage overall, with a bootstrap interval
     pabs       principal angles between the transition matrices of
                second-order LSTM, mmRNN and mmLSTM runs
     routing    which cell (second-order LSTM) or choice matrix (mmRNN,
@@ -70,6 +72,10 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
         [scoring.token_losses(r.task.build_model, r.model, ids) for r in loaded]
     )
     result = surprisal.in_bits(surprisal.recovery(losses, fraction, steps))
+    if len(loaded) == 2:
+        result["advantage"] = surprisal.advantage_in_bits(
+            surprisal.advantage(losses, fraction, steps)
+        )
     labels = [
         run_label(name, run.recipe)
         for name, run in zip(run_names(run_dirs), loaded, strict=True)
@@ -81,6 +87,18 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
     surprisal.plot(result, labels, out / "surprisal.png", unit=unit)
     runs.write_json(out / "surprisal.json", result)
     return result
+
+
+def advantage_line(labels, advantage):
+    """One line: the first run's advantage after surprises against overall."""
+    steps = len(advantage["after"]) - 1
+    low, high = advantage["excess_interval"]
+    return (
+        f"{labels[0]} over {labels[1]}: {advantage['overall']:.4f} bits overall, "
+        f"{advantage['excess']:+.4f} more at 1..{steps} steps after a surprising "
+        f"input ({advantage['level']:.0%} interval {low:+.4f} to {high:+.4f}): "
+        f"{advantage['verdict']}"
+    )
 
 
 def analyze_pabs(run_dirs, out, split=None):
@@ -233,6 +251,8 @@ def main(argv=None):
             for label, after in zip(result["runs"], result["after"], strict=True):
                 values = ", ".join(f"{v:.3f}" for v in after)
                 print(f"{label}: {values} bits at 0..{len(after) - 1} steps after")
+            if "advantage" in result:
+                print(advantage_line(result["runs"], result["advantage"]))
         elif args.what == "pabs":
             for name, angles in analyze_pabs(args.run_dirs, out).items():
                 for a in angles:

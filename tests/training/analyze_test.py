@@ -62,8 +62,12 @@ def test_surprisal_of_two_character_runs(tmp_path, corpus, capsys):
     )
     result = json.loads((tmp_path / "o" / "surprisal.json").read_text())
     assert len(result["after"]) == 2 and len(result["after"][0]) == 5
+    verdicts = ("holds", "reversed", "within the interval")
+    assert result["advantage"]["verdict"] in verdicts
     assert (tmp_path / "o" / "surprisal.png").is_file()
-    assert "bits at 0..4 steps after" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "bits at 0..4 steps after" in out
+    assert "more at 1..4 steps after a surprising input (95% interval" in out
 
 
 def test_pabs_and_routing_of_a_second_order_run(tmp_path, corpus):

@@ -5,7 +5,10 @@ loss averaged over the compared models and report each model's mean loss on
 them, at 1 to 4 steps after them, and overall. `surprising_positions` and
 `recovery` do that on per-token losses (from `scoring.token_losses`), which
 may hold several independent rows: a position's followers are looked up in
-its own row only.
+its own row only. `advantage` tests the paper's claim for two models: the
+first model's advantage (the second's loss minus the first's) after the
+surprising inputs against its advantage over all positions, with bootstrap
+intervals over positions.
 """
 
 import math
@@ -14,6 +17,7 @@ import numpy as np
 
 from training import plots
 from training.scoring import LN2
+from zoo.checks import check_number, check_positive_int
 
 KRAUSE_NOTE = (
     "Krause et al. 2016, Fig. 3 (Hutter Prize), 1-4 steps after: mLSTM 2.26, "
@@ -86,11 +90,104 @@ def recovery(losses, fraction=0.1, steps=4):
     }
 
 
+def _bootstrap_means(values, resamples, rng):
+    """Means of `resamples` resamples (with replacement) of `values`."""
+    means = np.empty(resamples)
+    for index in range(resamples):
+        means[index] = values[rng.integers(0, values.size, values.size)].mean()
+    return means
+
+
+def advantage(losses, fraction=0.1, steps=4, resamples=1000, level=0.95, seed=0):
+    """The first model's advantage after surprising inputs and overall.
+
+    The advantage at a position is the second model's loss minus the
+    first's. Krause et al. claim the mLSTM's advantage over the stacked LSTM
+    is larger in the steps after a surprising input than over all positions.
+    The surprising positions are `surprising_positions`' (of both models'
+    mean loss). `excess` is the advantage averaged over steps `1..steps`
+    after them (positions with all `steps` followers in their row) minus the
+    advantage over all positions. Each has a percentile bootstrap interval
+    from `resamples` resamples of positions; the excess's resamples the two
+    sets independently (the surprising positions are a subset of all, so this
+    overstates its spread: a conservative interval). Positions are resampled
+    one by one, as if independent.
+
+    Returns:
+        A dict in the losses' unit: `"after"` (per step `0..steps`, the mean
+        advantage) and `"after_interval"` (`[low, high]` per step),
+        `"overall"` and `"overall_interval"`, `"excess"` and
+        `"excess_interval"`, `"level"`, `"resamples"` and `"verdict"`:
+        `"holds"` when the excess's interval lies above 0, `"reversed"` when
+        below, else `"within the interval"`.
+    """
+    losses = _check_losses(losses)
+    if len(losses) != 2:
+        raise ValueError(
+            f"`advantage` compares two models; received losses of {len(losses)}."
+        )
+    check_positive_int("resamples", resamples)
+    check_number("level", level, 0, 1, low_open=True, high_open=True)
+    length = losses.shape[-1]
+    gap = losses[1] - losses[0]  # [rows, positions]
+    flat = surprising_positions(losses, fraction)
+    rows, times = np.divmod(flat, length)
+    rng = np.random.default_rng(seed)
+    tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+
+    def summary(values):
+        if values.size == 0:
+            return math.nan, [math.nan, math.nan], np.full(resamples, math.nan)
+        means = _bootstrap_means(values, resamples, rng)
+        return float(values.mean()), np.percentile(means, tails).tolist(), means
+
+    after, after_interval = [], []
+    for step in range(steps + 1):
+        keep = times + step < length
+        mean, interval, _ = summary(gap[rows[keep], times[keep] + step])
+        after.append(mean)
+        after_interval.append(interval)
+    keep = times + steps < length
+    following = np.stack(
+        [gap[rows[keep], times[keep] + step] for step in range(1, steps + 1)]
+    ).mean(axis=0)
+    following_mean, _, following_means = summary(following)
+    overall, overall_interval, overall_means = summary(gap.reshape(-1))
+    excess_interval = np.percentile(following_means - overall_means, tails).tolist()
+    if excess_interval[0] > 0:
+        verdict = "holds"
+    elif excess_interval[1] < 0:
+        verdict = "reversed"
+    else:
+        verdict = "within the interval"
+    return {
+        "after": after,
+        "after_interval": after_interval,
+        "overall": overall,
+        "overall_interval": overall_interval,
+        "excess": following_mean - overall,
+        "excess_interval": excess_interval,
+        "level": level,
+        "resamples": resamples,
+        "verdict": verdict,
+    }
+
+
 def in_bits(result):
     """`recovery`'s result with nats converted to bits."""
     converted = dict(result)
     converted["after"] = [[v / LN2 for v in row] for row in result["after"]]
     converted["overall"] = [v / LN2 for v in result["overall"]]
+    return converted
+
+
+def advantage_in_bits(result):
+    """`advantage`'s result with nats converted to bits."""
+    converted = dict(result)
+    for key in ("after", "after_interval", "overall_interval", "excess_interval"):
+        converted[key] = np.divide(result[key], LN2).tolist()
+    for key in ("overall", "excess"):
+        converted[key] = result[key] / LN2
     return converted
 
 

@@ -41,6 +41,52 @@ def test_recovery_rejects_a_bad_fraction_and_shape():
         surprisal.recovery(np.ones(5))
 
 
+def test_advantage_is_the_gap_after_surprises_against_the_gap_overall():
+    # Model 1 loses 0.5 more than model 0 everywhere, and 1.5 more on the two
+    # positions after each surprising input (the large losses at 2 and 8).
+    base = np.ones(12)
+    base[[2, 8]] = 9.0
+    worse = base + 0.5
+    worse[[3, 4, 9, 10]] += 1.0
+    result = surprisal.advantage(
+        np.stack([base, worse]), fraction=2 / 12, steps=2, resamples=200
+    )
+    np.testing.assert_allclose(result["after"], [0.5, 1.5, 1.5])
+    np.testing.assert_allclose(result["overall"], 0.5 + 4 / 12)
+    np.testing.assert_allclose(result["excess"], 1.5 - (0.5 + 4 / 12))
+    assert result["verdict"] == "holds"
+    low, high = result["excess_interval"]
+    assert low <= result["excess"] <= high
+    flipped = surprisal.advantage(
+        np.stack([worse, base]), fraction=2 / 12, steps=2, resamples=200
+    )
+    assert flipped["verdict"] == "reversed"
+
+
+def test_advantage_of_noise_is_within_its_interval():
+    rng = np.random.default_rng(3)
+    losses = rng.exponential(size=(2, 4, 500))
+    result = surprisal.advantage(losses, resamples=300)
+    assert result["verdict"] == "within the interval"
+    low, high = result["excess_interval"]
+    assert low < 0 < high
+    for (low, high), mean in zip(
+        result["after_interval"], result["after"], strict=True
+    ):
+        assert low <= mean <= high
+    bits = surprisal.advantage_in_bits(result)
+    np.testing.assert_allclose(bits["excess"], result["excess"] / math.log(2))
+
+
+def test_advantage_needs_two_models_and_a_sound_level():
+    with pytest.raises(ValueError, match="compares two models"):
+        surprisal.advantage(np.ones((3, 10)))
+    with pytest.raises(ValueError, match="`level` must be"):
+        surprisal.advantage(np.ones((2, 10)), level=1.0)
+    with pytest.raises(ValueError, match="`resamples` must be a positive integer"):
+        surprisal.advantage(np.ones((2, 10)), resamples=0)
+
+
 def test_token_losses_carry_the_state_across_segments():
     keras.utils.set_random_seed(1)
 
