@@ -166,7 +166,7 @@ def test_dyck_runs_log_validation_wcpa_every_epoch_as_evaluate_measures_it(
 
 
 def test_other_tasks_log_no_validation_metrics_per_epoch(text_file):
-    for kind in ("recognition", "language_model"):
+    for kind in ("recognition", "language_model", "dyck_depth"):
         assert make_task(tiny_recipe(kind, text_file)).validation_callbacks() == []
 
 
