@@ -66,6 +66,7 @@ FLOORS = (
         "tables",
         "reproduction tables: schema, runs, records, summaries",
         (
+            "training.history",
             "training.table_schema",
             "training.table_summary",
             "training.results",

@@ -14,6 +14,9 @@ WHAT is one of:
     stack      push/pop/no-op per step of a stack recognizer, and the share
                of steps that match a correct pushdown automaton
     ldpa       accuracy against closing distance of Dyck runs
+    curves     a column of the per-epoch log (--column, default val_wcpa)
+               against the epoch, of runs or of records in results/
+               (Figure 3 of the second-order report); reads no model
 """
 
 import argparse
@@ -23,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from training import plots, runs, scoring
-from training.analysis import ldpa, pabs, routing, stack_actions, surprisal
+from training.analysis import curves, ldpa, pabs, routing, stack_actions, surprisal
 from training.analysis.loading import (
     check_kind,
     check_split,
@@ -34,7 +37,7 @@ from training.analysis.loading import (
 )
 from zoo.checks import check_number, check_positive_int
 
-ANALYSES = ("surprisal", "pabs", "routing", "stack", "ldpa")
+ANALYSES = ("surprisal", "pabs", "routing", "stack", "ldpa", "curves")
 
 
 def run_names(run_dirs):
@@ -223,6 +226,23 @@ def analyze_ldpa(run_dirs, out, split):
     return metrics
 
 
+def analyze_curves(run_dirs, out, column="val_wcpa"):
+    """Writes `curves.png` and `curves.csv`; returns the curves and the
+    folders whose log has no `column` (left out; an error if all are)."""
+    found, lacking = curves.read_curves(run_dirs, run_names(run_dirs), column)
+    if not found:
+        listed = ", ".join(map(str, lacking))
+        raise ValueError(
+            f"no per-epoch {column} in any of these records ({listed}): they were "
+            "trained before it was logged; expected runs that logged it (the Dyck "
+            "tasks log val_wcpa since issue 25: train these again)."
+        )
+    plots.make_out_dir(out)
+    curves.plot(found, out / "curves.png", column)
+    plots.write_table(out / "curves.csv", curves.table_rows(found, column))
+    return found, lacking
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m training.analyze",
@@ -242,6 +262,9 @@ def main(argv=None):
     )
     parser.add_argument("--samples", type=int, default=4, help="strings to show")
     parser.add_argument("--fraction", type=float, default=0.1, help="surprisal")
+    parser.add_argument(
+        "--column", default="val_wcpa", help="curves: the log.csv column to draw"
+    )
     args = parser.parse_intermixed_args(argv)
     out = Path(args.out)
     try:
@@ -272,9 +295,21 @@ def main(argv=None):
                     f"{name}: most likely action = a correct PDA's on {share} "
                     f"{result['steps']} steps of positive {args.split} strings"
                 )
-        else:
+        elif args.what == "ldpa":
             for label, metrics in analyze_ldpa(args.run_dirs, out, args.split).items():
                 print(f"{label}: WCPA {metrics['wcpa']:.4f}")
+        else:
+            found, lacking = analyze_curves(args.run_dirs, out, args.column)
+            for folder in lacking:
+                print(
+                    f"{folder}: no per-epoch {args.column} in this record (trained "
+                    "before it was logged); left out"
+                )
+            for name, (_, epochs, values) in found.items():
+                print(
+                    f"{name}: {len(epochs)} epochs, {args.column} "
+                    f"{values[0]:.4g} -> {values[-1]:.4g} (max {max(values):.4g})"
+                )
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(f"wrote {out}")

@@ -1,4 +1,5 @@
-"""Training callbacks: state resets, temperature annealing, exact resumption."""
+"""Training callbacks: state resets, temperature annealing, per-epoch metrics,
+exact resumption."""
 
 import json
 import os
@@ -109,6 +110,36 @@ class StopBelowLoss(keras.callbacks.Callback):
         value = (logs or {}).get(self.monitor)
         if value is not None and value < self.threshold:
             self.model.stop_training = True
+
+
+class EpochMetrics(keras.callbacks.Callback):
+    """Adds numbers measured on the model at each epoch's end to the epoch's logs.
+
+    `make_measure(model)` is called once, when training begins, and returns
+    `measure()`, a function of nothing that returns `{name: number}`; each
+    number is logged as `prefix + name`. `training.fitting.fit` runs these
+    callbacks first, so `CSVLogger` (a run's `log.csv`), the `History` and
+    every other callback see them (`DyckTask` logs `val_wcpa` so).
+
+    Args:
+        make_measure: `model -> measure`, as above.
+        prefix: Put before each name. Default: `"val_"`.
+    """
+
+    def __init__(self, make_measure, prefix="val_"):
+        super().__init__()
+        self.make_measure = make_measure
+        self.prefix = prefix
+        self.measure = None
+
+    def on_train_begin(self, logs=None):
+        self.measure = self.make_measure(self.model)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        for name, value in self.measure().items():
+            logs[self.prefix + name] = value
 
 
 def write_atomically(path, text):

@@ -185,9 +185,11 @@ def fit(model, task, callbacks=(), verbose=0, jit_compile=None, **fit_kwargs):
     data are `task.train_data()` (with the callbacks they need, such as the
     epoch-keyed shuffle's) and `task.validation_data()`; with
     `train.max_steps_per_epoch` the training data repeat and each epoch is
-    that many steps. The callbacks are `callbacks`, the data's, then the
-    recipe's (`schedule_callbacks`); a `training.callbacks.RunBackup` among
-    them runs last and saves the others' state with its backup. With
+    that many steps. The callbacks are the task's per-epoch validation
+    metrics (`task.validation_callbacks()`, e.g. `val_wcpa`), `callbacks`,
+    the data's, then the recipe's (`schedule_callbacks`); a
+    `training.callbacks.RunBackup` among them runs last and saves the
+    others' state with its backup. With
     `train.distribute` other than `"none"` the model must have been built in
     `distribution_strategy(train).scope()`; it is compiled there (under
     `"multi_worker"` as a `MultiWorkerModel`) and `model.fit` splits each
@@ -249,7 +251,12 @@ def fit(model, task, callbacks=(), verbose=0, jit_compile=None, **fit_kwargs):
             jit_compile=bool(jit_compile),
         )
     compile_mode.check_applied(model, jit_compile)
-    callbacks = [*callbacks, *data_callbacks, *schedule_callbacks(train, task.monitor)]
+    callbacks = [
+        *task.validation_callbacks(),  # first: the others read what they log
+        *callbacks,
+        *data_callbacks,
+        *schedule_callbacks(train, task.monitor),
+    ]
     backups = [c for c in callbacks if isinstance(c, RunBackup)]
     callbacks = [c for c in callbacks if not isinstance(c, RunBackup)]
     for backup in backups:  # last, so it saves the others' state of the epoch

@@ -3,7 +3,8 @@
     RESULTS/TABLE/ROW/seed-N/
         recipe.json    the resolved recipe the run trained (seed included)
         metrics.json   its metrics on every split
-        log.csv        its per-epoch history (Keras's CSVLogger)
+        log.csv        its per-epoch history (Keras's CSVLogger), which a
+                       table's `history.NAME` metrics read (`training.history`)
         timing.json    seconds of training over all attempts, and attempts
         host.json      the machine it trained on: CPU model, its vector
                        instructions (cpu_features) and count, platform,
@@ -41,7 +42,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from training import compile_mode, recipes, runs, table_schema, table_summary
+from training import compile_mode, history, recipes, runs, table_schema, table_summary
 
 TIMING = "timing.json"
 HOST = "host.json"
@@ -251,8 +252,34 @@ def _read(folder, name, required=True):
         ) from None
 
 
-def read_record(folder, run, results):
+def _history(folder, quantities):
+    """`({quantity: value}, [what the log lacks])` of a record's log.csv."""
+    if not quantities:
+        return {}, []
+    path = Path(folder) / runs.LOG
+    if not path.is_file():
+        return dict.fromkeys(quantities), [runs.LOG]
+    try:
+        log = history.read_log(path)
+    except (ValueError, OSError) as error:  # a log that is not the run's
+        raise table_schema.TableError(f"Record {str(folder)!r}: {error}") from None
+    lacks = sorted(
+        {
+            column
+            for name in quantities
+            if (column := history.column_of(name)) is not None and column not in log
+        }
+    )
+    return {name: history.value(log, name) for name in quantities}, lacks
+
+
+def read_record(folder, run, results, quantities=()):
     """The result of `run` (a `table_schema.Run`) from its record `folder`.
+
+    `quantities` are `training.history` names to read from its log.csv:
+    the result's `history` holds their values (None where the log lacks
+    their column) and `history_lacks` the columns (or the log.csv) the
+    record lacks.
 
     Raises:
         TableError: a file is missing or not JSON, or the record holds
@@ -276,6 +303,7 @@ def read_record(folder, run, results):
             "that record away to run the row again."
         )
     seconds = timing.get("seconds") if isinstance(timing, dict) else None
+    quantities, lacks = _history(folder, quantities)
     return {
         "row": run.row.name,
         "seed": run.seed,
@@ -286,6 +314,8 @@ def read_record(folder, run, results):
         "copied_from": record.get("copied_from"),
         "backend": backend_of(metrics),
         "metrics": metrics,
+        "history": quantities,
+        "history_lacks": lacks,
     }
 
 
@@ -300,6 +330,11 @@ def read_table_records(results, table):
     if not folder.is_dir():
         return []
     rows = {row.name: row for row in table.rows}
+    quantities = [
+        quantity
+        for metric in table.metrics
+        if (quantity := table_schema.history_quantity(metric.key)) is not None
+    ]
     found = []
     for row_dir in sorted(folder.iterdir()):
         if row_dir.name not in rows or not row_dir.is_dir():
@@ -319,7 +354,7 @@ def read_table_records(results, table):
             run = table_schema.make_run(
                 table, rows[row_dir.name], int(match.group(1)), "unused"
             )
-            found.append(read_record(seed_dir, run, results))
+            found.append(read_record(seed_dir, run, results, quantities))
     order = list(rows)
     return sorted(
         found, key=lambda result: (order.index(result["row"]), result["seed"])

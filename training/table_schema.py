@@ -12,6 +12,11 @@ A table is a TOML file in `training/tables/` (or any path ending in `.toml`):
     factor = 100.0                   # ours are multiplied by it
     better = "higher"                # or "lower"
 
+    [[metric]]                       # or a quantity of its per-epoch log.csv
+    key = "history.epoch_of_min_val_loss"   # `training.history` names them
+    label = "epochs to converge (best validation loss)"
+    better = "lower"
+
     [[row]]
     name = "dyck_rnn_m4"
     recipe = "dyck2_dyck_rnn"
@@ -37,9 +42,12 @@ process's share of them; `training.table_runs` trains and records them and
 import dataclasses
 from pathlib import Path
 
-from training import recipe_files, recipes
+from training import history, recipe_files, recipes
 
 BETTER = ("higher", "lower")
+# A metric key `history.NAME` reads the quantity NAME of `training.history`
+# from the run's log.csv instead of a path into its metrics.json.
+HISTORY = "history."
 
 
 class TableError(ValueError):
@@ -152,7 +160,18 @@ def _metric(entry, where):
         raise TableError(
             f"{where}: better must be 'higher' or 'lower'; received {metric.better!r}."
         )
+    quantity = history_quantity(metric.key)
+    if quantity is not None:
+        try:
+            history.parse(quantity)
+        except ValueError as error:
+            raise TableError(f"{where}: {error}") from None
     return metric
+
+
+def history_quantity(key):
+    """The `training.history` quantity a `history.NAME` key reads, else None."""
+    return key[len(HISTORY) :] if key.startswith(HISTORY) else None
 
 
 def _paper_values(value, key, where):
@@ -309,10 +328,26 @@ def shard(runs, index, count):
 
 
 def metric_value(metrics, key):
-    """The number at `key` ("split.name") in a run's metrics, or None."""
+    """The number at `key` ("split.name") in a run's metrics, or None.
+
+    `history.NAME` keys are not in metrics.json (see `result_value`).
+    """
     value = metrics
     for part in key.split("."):
         if not isinstance(value, dict) or part not in value:
             return None
         value = value[part]
     return value if isinstance(value, (int, float)) else None
+
+
+def result_value(result, key):
+    """The metric `key` of one run's result, or None.
+
+    `result` is what `training.results.read_record` returns: a `history.NAME`
+    key is read from its `history` (the quantities of its log.csv), any
+    other from its `metrics` (`metric_value`).
+    """
+    quantity = history_quantity(key)
+    if quantity is not None:
+        return (result.get("history") or {}).get(quantity)
+    return metric_value(result["metrics"], key)

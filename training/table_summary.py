@@ -13,7 +13,7 @@ import warnings
 
 import scipy.stats
 
-from training.table_schema import metric_value
+from training.table_schema import result_value
 
 # A claim's verdict (`verdict`; REPRODUCTION.md's introduction states the rule).
 MIN_SEEDS = 3  # seeds on each side, at least, for any verdict
@@ -142,8 +142,10 @@ def summarize(table, results, seeds=None):
     Args:
         table: the `Table`.
         results: a list of dicts with `row`, `seed`, `metrics` (the run's
-            metrics.json), `seconds` and optionally `parameters` and `host`
-            (the CPU it ran on).
+            metrics.json), `seconds` and optionally `parameters`, `host`
+            (the CPU it ran on), `history` and `history_lacks` (the
+            quantities of its log.csv and the columns it lacks,
+            `training.results.read_record`).
         seeds: the seeds `0 .. seeds - 1` every row should have (default:
             the table's); those without a result are listed in `missing`.
 
@@ -151,9 +153,12 @@ def summarize(table, results, seeds=None):
         A dict with `rows` (every row of the table, in its order: per metric
         the paper's values and ours: mean, best, std, n; seconds per run;
         parameters), `claims` (each with both means and its `verdict`),
-        `missing` (`{row: [seed, ...]}`) and `hosts` (runs per machine).
+        `missing` (`{row: [seed, ...]}`), `hosts` (runs per machine) and
+        `history_lacks` (`[{row, seed, lacks}]`: runs whose log.csv lacks a
+        column a `history.` metric reads).
     """
     rows, values = [], {}
+    order = [row.name for row in table.rows]
     for row in table.rows:
         mine = sorted(
             (result for result in results if result["row"] == row.name),
@@ -173,7 +178,7 @@ def summarize(table, results, seeds=None):
             "metrics": {},
         }
         for metric in table.metrics:
-            found = [metric_value(r["metrics"], metric.key) for r in mine]
+            found = [result_value(r, metric.key) for r in mine]
             found = [None if v is None else v * metric.factor for v in found]
             values[row.name, metric.key] = found
             summary["metrics"][metric.key] = {
@@ -200,6 +205,11 @@ def summarize(table, results, seeds=None):
             }
         )
     hosts = collections.Counter(result.get("host") or "unknown" for result in results)
+    lacking = [
+        {"row": r["row"], "seed": r["seed"], "lacks": r["history_lacks"]}
+        for r in sorted(results, key=lambda r: (order.index(r["row"]), r["seed"]))
+        if r.get("history_lacks")
+    ]
     return {
         "table": table.name,
         "title": table.title,
@@ -212,6 +222,7 @@ def summarize(table, results, seeds=None):
                 hosts.items(), key=lambda item: (-item[1], item[0])
             )
         ],
+        "history_lacks": lacking,
     }
 
 
@@ -256,6 +267,28 @@ def _seed_ranges(seeds):
             parts.append(str(start) if start == seed else f"{start}-{seed}")
             start = None
     return ", ".join(parts)
+
+
+def _lacking_lines(lacking):
+    """A line per missing log column: which runs lack it, so "–" is explained."""
+    by_column = collections.defaultdict(list)
+    for entry in lacking:
+        for column in entry["lacks"]:
+            by_column[column].append(f"{entry['row']} seed {entry['seed']}")
+    lines = []
+    for column, names in by_column.items():
+        what = (
+            "Records without a log.csv"
+            if column == "log.csv"
+            else f"Records with no per-epoch {column} in their log.csv (trained "
+            "before it was logged)"
+        )
+        lines += [
+            f"{what}: {', '.join(names)}; the `history.` metrics that read it "
+            "are not measured there (–) until those runs are trained again.",
+            "",
+        ]
+    return lines
 
 
 def markdown(table, summary):
@@ -304,6 +337,7 @@ def markdown(table, summary):
             "(`training.table_summary.verdict`).",
             "",
         ]
+    lines += _lacking_lines(summary.get("history_lacks", []))
     if summary["hosts"]:
         machines = "; ".join(
             f"{entry['runs']} on {entry['host']}" for entry in summary["hosts"]

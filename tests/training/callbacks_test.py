@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from training.callbacks import (
+    EpochMetrics,
     ResetStatesEachEpoch,
     StopBelowLoss,
     TemperatureAnnealing,
@@ -89,6 +90,40 @@ def test_stop_below_loss_stops_once_the_validation_loss_is_below():
     assert not model.stop_training
     callback.on_epoch_end(1, {"val_loss": 0.4})
     assert model.stop_training
+
+
+def test_epoch_metrics_reach_the_log_and_the_callbacks_after_them(tmp_path):
+    seen = []
+
+    def make_measure(model):
+        epochs = iter(range(100))
+        return lambda: {
+            "answer": float(next(epochs)),
+            "model_layers": len(model.layers),
+        }
+
+    class Reader(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(logs["val_answer"])
+
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.ones((4, 1), "float32")
+    history = model.fit(
+        x,
+        x,
+        epochs=3,
+        verbose=0,
+        callbacks=[
+            EpochMetrics(make_measure),
+            keras.callbacks.CSVLogger(str(tmp_path / "log.csv")),
+            Reader(),
+        ],
+    )
+    assert history.history["val_answer"] == [0.0, 1.0, 2.0]
+    assert seen == [0.0, 1.0, 2.0]
+    header = (tmp_path / "log.csv").read_text().splitlines()[0].split(",")
+    assert {"val_answer", "val_model_layers"} <= set(header)
 
 
 class StateProbe(keras.callbacks.Callback):

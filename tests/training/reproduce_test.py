@@ -11,7 +11,7 @@ import pytest
 import scipy.stats
 
 from tests.training.tiny import TINY_TABLE
-from training import compile_mode, reproduce, results, table_schema
+from training import compile_mode, reproduce, results, table_schema, table_summary
 
 BAD_INPUTS = [
     (["no_such_table"], "Unknown table 'no_such_table'"),
@@ -482,3 +482,84 @@ def test_a_host_is_described_with_its_vector_instructions_when_recorded():
     assert results.describe_host(old) == "AMD EPYC (2 CPUs)"
     new = {**old, "cpu_features": ["avx2", "fma", "avx512f"]}
     assert results.describe_host(new) == "AMD EPYC (2 CPUs, avx2 fma avx512f)"
+
+
+HISTORY_METRICS = """
+[[metric]]
+key = "history.first_epoch_val_wcpa_at_least_0.9"
+label = "first epoch with validation WCPA >= 0.9"
+better = "lower"
+
+[[metric]]
+key = "history.fall_val_wcpa"
+label = "total fall of validation WCPA"
+better = "lower"
+
+[[row]]"""
+
+
+def test_history_metrics_are_read_from_each_records_log(tiny_table, tmp_path):
+    path = tmp_path / "curves.toml"
+    path.write_text(
+        tiny_table.read_text()
+        .replace("[[row]]", HISTORY_METRICS, 1)
+        .replace('metric = "test.cross_entropy"', 'metric = "history.fall_val_wcpa"')
+    )
+    table = table_schema.load_table(str(path))
+    results_dir = tmp_path / "results"
+    logs = {  # small: steady; wide: oscillating, and seed 2 from before val_wcpa
+        ("small", 0): "epoch,loss,val_loss,val_wcpa\n0,1,1,0.2\n1,1,1,0.95\n",
+        ("small", 1): "epoch,loss,val_loss,val_wcpa\n0,1,1,0.5\n1,1,1,0.9\n",
+        ("wide", 0): "epoch,loss,val_loss,val_wcpa\n0,1,1,0.9\n1,1,1,0.1\n",
+        ("wide", 1): "epoch,loss,val_loss,val_wcpa\n0,1,1,0.3\n1,1,1,0.0\n",
+        ("wide", 2): "epoch,loss,val_loss\n0,1,1\n1,1,1\n",
+    }
+    for (row, seed), log in logs.items():
+        folder = _write_record(results_dir, table, row, seed, _metrics(0.5, 1.0))
+        (folder / "log.csv").write_text(log)
+    found = results.read_table_records(results_dir, table)
+    assert [r["history"]["first_epoch_val_wcpa_at_least_0.9"] for r in found] == [
+        2,
+        2,
+        1,
+        None,  # never: not measured
+        None,  # no val_wcpa column
+    ]
+    assert [r["history_lacks"] for r in found] == [[], [], [], [], ["val_wcpa"]]
+    summary = table_summary.summarize(table, found, seeds=3)
+    fall = {
+        row["name"]: row["metrics"]["history.fall_val_wcpa"] for row in summary["rows"]
+    }
+    assert fall["small"]["mean"] == 0.0 and fall["small"]["n"] == 2
+    assert fall["wide"]["mean"] == pytest.approx(0.55) and fall["wide"]["n"] == 2
+    text = table_summary.markdown(table, summary)
+    assert (
+        "Records with no per-epoch val_wcpa in their log.csv (trained before it "
+        "was logged): wide seed 2;" in text
+    )
+
+
+@pytest.mark.parametrize(
+    "key, message",
+    [
+        ("history.best_epoch", "Unknown history quantity 'best_epoch'"),
+        ("history.first_epoch_val_loss_below", "Unknown history quantity"),
+    ],
+)
+def test_an_unknown_history_metric_is_one_line(tiny_table, tmp_path, key, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(tiny_table.read_text().replace('"test.cross_entropy"', f'"{key}"'))
+    with pytest.raises(table_schema.TableError, match=message) as error:
+        table_schema.load_table(str(path))
+    assert "\n" not in str(error.value)
+
+
+def test_a_record_log_that_is_not_a_runs_log_is_one_line(tiny_table, tmp_path):
+    path = tmp_path / "curves.toml"
+    path.write_text(tiny_table.read_text().replace("[[row]]", HISTORY_METRICS, 1))
+    table = table_schema.load_table(str(path))
+    folder = _write_record(tmp_path / "results", table, "small", 0, _metrics(0.5, 1))
+    (folder / "log.csv").write_text("loss\n1.0\n")
+    with pytest.raises(table_schema.TableError, match="has no epoch column") as error:
+        results.read_table_records(tmp_path / "results", table)
+    assert "\n" not in str(error.value)

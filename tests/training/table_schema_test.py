@@ -88,3 +88,30 @@ def test_second_order_dyck_table_runs_at_the_reports_scale():
         assert (train["batch_size"], train["learning_rate"]) == (10, 1e-4)
         assert (train["epochs"], train["early_stopping_patience"]) == (200, 6)
         assert run.recipe["model"]["units"] == 3 * task["m"]
+
+
+def test_the_dyck_rnns_epochs_to_converge_are_the_reports_table_1():
+    # Multi-matrix report, Table 1: 4, 2 and 1 epochs for m = 4, 6, 8, with
+    # training stopped once the dev loss is below 1e-5.
+    table = table_schema.load_table("mm_dyck")
+    key = "history.first_epoch_val_loss_below_1e-5"
+    rows = {row.name: row for row in table.rows}
+    for name, epochs in (("dyck_rnn_m4", 4), ("dyck_rnn_m6", 2), ("dyck_rnn_m8", 1)):
+        assert rows[name].paper[key] == {"mean": epochs}
+        run = table_schema.make_run(table, rows[name], 0, "unused")
+        assert run.recipe["train"]["stop_below_loss"] == 1e-5
+
+
+def test_figure_3_claims_read_the_per_epoch_validation_wcpa():
+    table = table_schema.load_table("so_dyck")
+    figure_3 = [claim for claim in table.claims if "Figure 3" in claim.text]
+    assert {claim.metric for claim in figure_3} == {
+        "history.epoch_of_min_val_loss",
+        "history.first_epoch_val_wcpa_at_least_0.9",
+        "history.epoch_of_max_val_wcpa",
+        "history.fall_val_wcpa",
+    }
+    for claim in figure_3:
+        assert (claim.better, claim.worse) == ("second_order_lstm_m4", "lstm_m4")
+        metric = next(m for m in table.metrics if m.key == claim.metric)
+        assert metric.better == "lower"

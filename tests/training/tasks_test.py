@@ -127,6 +127,49 @@ def test_train_cutoff_cuts_only_the_training_lines(tmp_path):
         np.testing.assert_array_equal(cut.encoded[split].ids, whole.encoded[split].ids)
 
 
+@pytest.mark.parametrize("kind", ["dyck", "closing_bracket"])
+def test_dyck_runs_log_validation_wcpa_every_epoch_as_evaluate_measures_it(
+    tmp_path, kind
+):
+    import csv
+
+    from training import recipes, runs
+
+    # Big enough that the mean LDPA moves off 0 within the epochs (seed 0).
+    recipe = recipes.resolve(
+        {"dyck": "dyck2_mlstm", "closing_bracket": "dyck2_dyck_rnn"}[kind],
+        "small",
+        [
+            "task.train_sequences=300",
+            "task.dev_sequences=50",
+            "task.test_sequences=20",
+            "train.epochs=5",
+            "train.jit_compile=false",
+            *(
+                ["model.units=16", "train.learning_rate=0.01"]
+                if kind == "dyck"
+                else ["train.learning_rate=0.3", "train.batch_size=64"]
+            ),
+        ],
+    )
+    metrics = runs.train_run(recipe, tmp_path)
+    with open(tmp_path / runs.LOG) as handle:
+        log = list(csv.DictReader(handle))
+    assert len(log) == 5
+    ldpa = [float(row["val_mean_ldpa"]) for row in log]
+    assert max(ldpa) > 0, "the test would pass with every value 0"
+    assert all(0 <= float(row["val_wcpa"]) <= 1 for row in log)
+    # The best model (lowest val_loss) is the one metrics.json evaluates.
+    best = min(log, key=lambda row: float(row["val_loss"]))
+    assert float(best["val_mean_ldpa"]) == metrics["valid"]["mean_ldpa"]
+    assert float(best["val_wcpa"]) == metrics["valid"]["wcpa"]
+
+
+def test_other_tasks_log_no_validation_metrics_per_epoch(text_file):
+    for kind in ("recognition", "language_model", "dyck_depth"):
+        assert make_task(tiny_recipe(kind, text_file)).validation_callbacks() == []
+
+
 def test_evaluation_temperature_is_set_on_the_loaded_model(tmp_path):
     from training.runs import load_best
 

@@ -10,6 +10,8 @@ run them on run directories.
 - `routing`: which cell or choice matrix each token used.
 - `stack`: a stack recognizer's push/pop/no-op per step.
 - `ldpa`: accuracy against closing distance on Dyck.
+- `curves`: a column of the per-epoch log against the epoch (Figure 3 of
+  the second-order report: validation WCPA), of runs or records.
 - `targeted_syntax`: targeted syntactic evaluation on minimal pairs.
 - `dynamic`: dynamic evaluation (Krause et al. 2017).
 """

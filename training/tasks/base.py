@@ -105,6 +105,14 @@ class Task:
         dataset, _ = self.train_data()
         return tuple(tf.nest.flatten(dataset.element_spec)[0].shape)
 
+    def validation_callbacks(self):
+        """Callbacks that log validation metrics per epoch (`EpochMetrics`).
+
+        `training.fitting.fit` runs them before every other callback, so the
+        run's `log.csv` holds their columns. None by default.
+        """
+        return []
+
     def _shuffled(self, columns, **order):
         # `order`: `batching.epoch_shuffled`'s `lengths` and `limits` (curriculum).
         train = self.recipe["train"]

@@ -31,6 +31,16 @@ class ClosingBracketTask(DyckTask):
         arrays = self.arrays[split]
         return arrays.inputs, arrays.close_labels, arrays.close_weights
 
+    def next_token_probabilities(self, outputs):
+        """The k closing-bracket probabilities in the Dyck token layout.
+
+        `dyck.closing_as_next_token` in `keras.ops`: zero but for the
+        closing brackets.
+        """
+        first_close = dyck.close_id(0, self.k)
+        after = dyck.vocabulary_size(self.k) - first_close - self.k
+        return keras.ops.pad(outputs, [[0, 0], [0, 0], [first_close, after]])
+
     def evaluate(self, model, split):
         arrays = self.arrays[split]
         closing = self._predict(model, arrays.inputs)

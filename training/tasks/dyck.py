@@ -5,9 +5,15 @@ import functools
 import keras
 
 from training import metrics as metrics_lib
+from training.callbacks import EpochMetrics
+from training.compiled import compiled
 from training.data import dyck
 from training.data.tokenize import Vocabulary
 from training.tasks.base import Task
+
+# What `DyckTask.validation_callbacks` logs at every epoch's end, as
+# `val_NAME` columns of the run's log.csv.
+EPOCH_METRICS = ("wcpa", "mean_ldpa")
 
 
 def bracket_metrics(probabilities, arrays, k):
@@ -73,6 +79,49 @@ class DyckTask(Task):
 
     def validation_data(self):
         return self._batched(self._columns("valid"))
+
+    def validation_callbacks(self):
+        """Logs the validation split's WCPA and mean LDPA at every epoch's end.
+
+        As `val_wcpa` and `val_mean_ldpa` (`EPOCH_METRICS`), measured as
+        `evaluate` measures them (`metrics.bracket_prediction_counts`, in
+        float64 on TensorFlow) on the model as it is at the epoch's end: a
+        second-order LSTM at its training temperature, as `val_loss` is.
+        One compiled call over the whole split, as the validation step's.
+        """
+        return [EpochMetrics(self._validation_bracket_accuracy)]
+
+    def next_token_probabilities(self, outputs):
+        """The model's outputs as next-token probabilities (`keras.ops`)."""
+        return keras.ops.softmax(outputs)
+
+    def _validation_bracket_accuracy(self, model):
+        arrays = self.arrays["valid"]
+        num_distances = int(arrays.distances.max(initial=0)) + 1
+        # NumPy scores in float64 (`evaluate`); JAX has no float64 by default.
+        dtype = "float64" if keras.backend.backend() == "tensorflow" else "float32"
+
+        def counts(inputs, close_targets, distances):
+            outputs = model(inputs, training=False)
+            probabilities = self.next_token_probabilities(outputs)
+            return metrics_lib.bracket_prediction_counts(
+                keras.ops.cast(probabilities, dtype),
+                close_targets,
+                distances,
+                k=self.k,
+                num_distances=num_distances,
+            )
+
+        score = compiled(model, counts, jit_compile=model.jit_compile is True)
+
+        def measure():
+            correct, total = score(
+                arrays.inputs, arrays.close_targets, arrays.distances
+            )
+            accuracy = metrics_lib.summarize_bracket_counts(correct, total)
+            return {name: getattr(accuracy, name) for name in EPOCH_METRICS}
+
+        return measure
 
     def evaluate(self, model, split):
         arrays = self.arrays[split]

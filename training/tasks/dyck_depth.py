@@ -41,6 +41,10 @@ class DyckDepthTask(DyckTask):
         """`{"train", "valid", "test"}` -> `DepthArrays`, generated on first use."""
         return self._framed(dyck.frame_depths)
 
+    def validation_callbacks(self):
+        """None: WCPA is of next-token predictions, which a tagger makes none of."""
+        return []
+
     def _build_model(self, stateful, batch_size):
         """The recipe's tagger (`zoo.tagger`); it is stateless."""
         check_stateless("A tagger", stateful)
