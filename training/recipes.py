@@ -232,6 +232,7 @@ def check(recipe):
             languages.vocabulary_size(task["language"])
         if kind == "language_model":
             corpora.check_corpus_name(task["corpus"])
+            corpora.check_level(task["corpus"], task["level"])
     except ValueError as error:
         raise RecipeError(str(error)) from None
     if kind == "closing_bracket" and model["cell"] != "dyck_rnn":

@@ -69,6 +69,13 @@ def test_small_scale_overrides_the_paper_scale():
         ),
         ("recognition_d2_diffstk_rnn", ["task.language=D0"], "language must be 'Dn'"),
         ("ptb_word_lstm", ["task.corpus=nope"], "Unknown corpus 'nope'"),
+        (
+            "ptb_char_lstm",
+            ["task.corpus=wikitext2"],
+            r"Corpus 'wikitext2' is read at level 'word' or 'byte'; "
+            r"received level='char'\.",
+        ),
+        ("ptb_word_lstm", ["task.level=byte"], "Corpus 'ptb' is read at level"),
         ("dyck2_mlstm", ["train.stateful=true"], "train.stateful is for language"),
         (
             "ptb_word_lstm",

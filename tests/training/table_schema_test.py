@@ -115,3 +115,56 @@ def test_figure_3_claims_read_the_per_epoch_validation_wcpa():
         assert (claim.better, claim.worse) == ("second_order_lstm_m4", "lstm_m4")
         metric = next(m for m in table.metrics if m.key == claim.metric)
         assert metric.better == "lower"
+
+
+def _without_size(recipe):
+    model = {
+        key: value
+        for key, value in recipe["model"].items()
+        if key not in ("cell", "units", "num_layers")
+    }
+    return {"task": recipe["task"], "train": recipe["train"], "model": model}
+
+
+@pytest.mark.parametrize("name", ["krause_wikitext2", "krause_sizes"])
+def test_krause_tables_differ_only_in_the_models_size_and_cell(name):
+    # Figure 2: "hyperparameters ... kept constant across all sizes"; Table 3
+    # here: both rows at one budget.
+    planned = table_schema.plan(table_schema.load_table(name), "o", seeds=1)
+    first = _without_size(planned[0].recipe)
+    for run in planned[1:]:
+        assert _without_size(run.recipe) == first, run.row.name
+
+
+def test_krause_sizes_250k_mlstm_is_krause_chars_run():
+    sizes, char = (table_schema.load_table(n) for n in ("krause_sizes", "krause_char"))
+    row = next(r for r in sizes.rows if r.name == "mlstm_250k")
+    same = next(r for r in char.rows if r.name == "mlstm_shakespeare")
+    assert (
+        table_schema.make_run(sizes, row, 1, "o").recipe
+        == table_schema.make_run(char, same, 1, "o").recipe
+    )
+
+
+@pytest.mark.parametrize("name", ["krause_wikitext2", "krause_sizes"])
+def test_krause_claims_compare_models_of_equal_size(name, monkeypatch):
+    from tests.training.data.shared_data import SHARED
+    from training.data import files
+    from training.tasks import make_task
+
+    corpus = "wikitext-2" if name == "krause_wikitext2" else "tinyshakespeare"
+    if not (SHARED / corpus).is_dir():
+        pytest.skip(f"{SHARED / corpus} not found: set ZOO_DATA_DIR to the corpora")
+    monkeypatch.setenv(files.ENV_VAR, str(SHARED))
+    table = table_schema.load_table(name)
+    counts = {
+        run.row.name: make_task(run.recipe).build_model(stateful=False).count_params()
+        for run in table_schema.plan(table, "o", seeds=1)
+    }
+    for claim in table.claims:
+        better, worse = counts[claim.better], counts[claim.worse]
+        assert abs(better - worse) <= 0.01 * worse, (claim.text, better, worse)
+    if name == "krause_sizes":
+        for size, expected in (("63k", 63_000), ("250k", 250_000), ("1m", 1e6)):
+            for row in (f"mlstm_{size}", f"stacked_lstm_{size}"):
+                assert abs(counts[row] - expected) <= 0.02 * expected, row

@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 from tests.training.data.shared_data import SHARED
-from tests.training.tiny import tiny_recipe
+from tests.training.tiny import TINY, tiny_recipe
+from training import recipes
 from training.callbacks import ResetStatesEachEpoch
-from training.data import acceptability, corpora, dyck, recognition
+from training.data import acceptability, corpora, dyck, files, recognition, tokenize
 from training.data.batching import EpochShuffle, curriculum_limits
 from training.metrics import bracket_prediction_accuracy
 from training.tasks import ClosingBracketTask, make_task
@@ -168,6 +169,54 @@ def test_dyck_runs_log_validation_wcpa_every_epoch_as_evaluate_measures_it(
 def test_other_tasks_log_no_validation_metrics_per_epoch(text_file):
     for kind in ("recognition", "language_model", "dyck_depth"):
         assert make_task(tiny_recipe(kind, text_file)).validation_callbacks() == []
+
+
+def wikitext_task(data_dir, level):
+    return make_task(
+        recipes.resolve(
+            "ptb_char_lstm",
+            "small",
+            [
+                *TINY["language_model"],
+                "task.corpus=wikitext2",
+                f"task.level={level}",
+                f"task.data_dir={data_dir}",
+            ],
+        )
+    )
+
+
+def test_byte_level_wikitext_reports_word_perplexity(tmp_path, monkeypatch):
+    monkeypatch.setenv(files.ACCEPT_MODIFIED_VAR, "1")  # not the real corpus
+    (tmp_path / "wikitext-2").mkdir()
+    text = " \n = Caf\u00e9 = \n The cat sat on the mat . \n \n" * 20
+    for split in ("train", "valid", "test"):
+        (tmp_path / "wikitext-2" / f"wiki.{split}.tokens").write_text(text)
+    task = wikitext_task(tmp_path, "byte")
+    metrics = task.evaluate(task.build_model(stateful=False), "test")
+    # 10 words and 4 <eos> a repeat, as the word-level corpus counts them.
+    assert metrics["words"] == tokenize.count_words(text) == 20 * 14
+    symbols = len(text.encode("utf-8"))
+    assert metrics["word_perplexity"] == pytest.approx(
+        2 ** (metrics["bits_per_token"] * symbols / metrics["words"])
+    )
+    # The same in nats: the byte perplexity to the power of bytes per word.
+    assert metrics["word_perplexity"] == pytest.approx(
+        metrics["perplexity"] ** (symbols / 280)
+    )
+    report = task.report(metrics, "test")
+    assert report.endswith(
+        f"; word perplexity {metrics['word_perplexity']:.2f} (280 words)"
+    )
+    words = wikitext_task(tmp_path, "word")
+    word_metrics = words.evaluate(words.build_model(stateful=False), "test")
+    assert "word_perplexity" not in word_metrics
+    assert "word perplexity" not in words.report(word_metrics, "test")
+
+
+def test_character_text_of_unknown_words_reports_no_word_perplexity(text_file):
+    task = make_task(tiny_recipe("language_model", text_file, ["task.level=char"]))
+    assert "word_perplexity" not in task.evaluate(task.build_model(), "test")
 
 
 def test_evaluation_temperature_is_set_on_the_loaded_model(tmp_path):

@@ -15,10 +15,11 @@ the vocabulary still becomes `<unk>` there):
   `N`; hyphenated words whole (`snack-food`).
 - `ptb_char`: PTB's character files: the `ptb` words, each character a
   symbol and `_` between words (`s u s a n _ r e v e a l e d`).
-- `wikitext`: WikiText-2/103: case kept; punctuation split off as tokens;
-  a hyphen between word characters as `@-@`, a comma and a decimal point
-  inside a number as `@,@` and `@.@` (`1 @,@ 000`, `3 @.@ 5`); a word split
-  before its apostrophe (`don 't`, `game 's`, `O 'Brien`).
+- `wikitext`: WikiText-2/103, read as words or as bytes: case kept;
+  punctuation split off as tokens; a hyphen between word characters as
+  `@-@`, a comma and a decimal point inside a number as `@,@` and `@.@`
+  (`1 @,@ 000`, `3 @.@ 5`); a word split before its apostrophe (`don 't`,
+  `game 's`, `O 'Brien`).
 - `text8`: lower case, digits spelled out, every other character a space.
 - `plain` (a word-level local `file:` corpus, whose conventions are
   unknown), `characters` and `bytes`: the text as it is.
@@ -151,8 +152,9 @@ CONVENTIONS = {
 # (`None`: whatever the level).
 CORPUS_CONVENTIONS = {
     "ptb": {"word": "ptb", "char": "ptb_char"},
-    "wikitext2": {None: "wikitext"},
-    "wikitext103": {None: "wikitext"},
+    # At byte level the text is the same tokenized files', so `wikitext` too.
+    "wikitext2": {"word": "wikitext", "byte": "wikitext"},
+    "wikitext103": {"word": "wikitext", "byte": "wikitext"},
     "text8": {None: "text8"},
     "enwik8": {None: "bytes"},
     "tinyshakespeare": {None: "characters"},

@@ -35,6 +35,10 @@ class Corpus:
         train, valid, test: the split texts (`str`, or `bytes` for byte level).
         level: `"word"`, `"char"` or `"byte"` (see `training.data.tokenize`).
         add_eos: whether every line ends with `<eos>`.
+        word_text: whether the text is a word-level corpus's (whitespace
+            between words, lines), whatever `level` reads it as, so that
+            `training.data.tokenize.count_words` of a split is its word
+            count (WikiText: what turns bits per byte into word perplexity).
     """
 
     name: str
@@ -43,6 +47,7 @@ class Corpus:
     test: str | bytes
     level: str
     add_eos: bool
+    word_text: bool = False
 
     def splits(self):
         return {"train": self.train, "valid": self.valid, "test": self.test}
@@ -98,6 +103,25 @@ def cut_lines(text, cutoff, level):
     return newline.join(line[:cutoff] for line in text.split(newline))
 
 
+# The levels each corpus that reads `task.level` can be read at (the
+# others have one tokenization of their own, whatever the level).
+CORPUS_LEVELS = {
+    "ptb": ("word", "char"),
+    "wikitext2": ("word", "byte"),
+    "wikitext103": ("word", "byte"),
+}
+
+
+def check_level(name, level):
+    """Raises a one-line `ValueError` unless corpus `name` reads at `level`."""
+    levels = CORPUS_LEVELS.get(name)
+    if levels is not None and level not in levels:
+        raise ValueError(
+            f"Corpus {name!r} is read at level {' or '.join(map(repr, levels))}; "
+            f"received level={level!r}."
+        )
+
+
 def load_ptb(level="word", data_dir=None, download=True):
     """Penn Treebank, Mikolov's language-modelling version and splits.
 
@@ -115,8 +139,7 @@ def load_ptb(level="word", data_dir=None, download=True):
             else download.
         download: allow downloading when no local copy is found.
     """
-    if level not in ("word", "char"):
-        raise ValueError(f"PTB level must be 'word' or 'char'; received {level!r}.")
+    check_level("ptb", level)
     prefix = "ptb." if level == "word" else "ptb.char."
     files = [f"{prefix}{split}.txt" for split in ("train", "valid", "test")]
     corpus = _split_files(
@@ -130,27 +153,36 @@ def load_ptb(level="word", data_dir=None, download=True):
     return corpus
 
 
-def load_wikitext2(data_dir=None, download=True):
-    """WikiText-2 (v1, tokenized): words, `<eos>` after every line.
+def _wikitext(name, folder, level, data_dir, download):
+    check_level(name, level)
+    files = [f"wiki.{split}.tokens" for split in ("train", "valid", "test")]
+    corpus = _split_files(
+        folder, folder, files, level, level == "word", data_dir, download
+    )
+    corpus.word_text = True
+    return corpus
 
-    2,088,628 / 217,646 / 245,569 tokens, vocabulary 33,278. Args as
+
+def load_wikitext2(level="word", data_dir=None, download=True):
+    """WikiText-2 (v1, tokenized): words with `<eos>` after every line, or bytes.
+
+    `level="word"`: 2,088,628 / 217,646 / 245,569 tokens, vocabulary
+    33,278. `level="byte"`: the same files as UTF-8 bytes, as Krause et al.
+    (2016, section 4.4) model them: 10,797,148 / 1,121,681 / 1,256,449
+    bytes, no `<eos>` (the newlines are bytes). Either way the words of a
+    split are counted as the word level counts them
+    (`training.data.tokenize.count_words`; `Corpus.word_text`). Args as
     `load_ptb`; folder `wikitext-2/`.
     """
-    files = [f"wiki.{split}.tokens" for split in ("train", "valid", "test")]
-    return _split_files(
-        "wikitext-2", "wikitext-2", files, "word", True, data_dir, download
-    )
+    return _wikitext("wikitext2", "wikitext-2", level, data_dir, download)
 
 
-def load_wikitext103(data_dir=None, download=True):
-    """WikiText-103 (v1, tokenized): words, `<eos>` after every line.
+def load_wikitext103(level="word", data_dir=None, download=True):
+    """WikiText-103 (v1, tokenized): words, `<eos>` after every line, or bytes.
 
-    Args as `load_ptb`; folder `wikitext-103/`.
+    Levels as `load_wikitext2`; args as `load_ptb`; folder `wikitext-103/`.
     """
-    files = [f"wiki.{split}.tokens" for split in ("train", "valid", "test")]
-    return _split_files(
-        "wikitext-103", "wikitext-103", files, "word", True, data_dir, download
-    )
+    return _wikitext("wikitext103", "wikitext-103", level, data_dir, download)
 
 
 def _first_90_5_5(name, data, level):
@@ -296,8 +328,8 @@ def load_text(
 # The corpora a recipe may name (`task.corpus`), each with how to load it.
 CORPORA = {
     "ptb": lambda level, data_dir: load_ptb(level, data_dir=data_dir),
-    "wikitext2": lambda level, data_dir: load_wikitext2(data_dir=data_dir),
-    "wikitext103": lambda level, data_dir: load_wikitext103(data_dir=data_dir),
+    "wikitext2": lambda level, data_dir: load_wikitext2(level, data_dir=data_dir),
+    "wikitext103": lambda level, data_dir: load_wikitext103(level, data_dir=data_dir),
     "text8": lambda level, data_dir: load_text8(data_dir=data_dir),
     "enwik8": lambda level, data_dir: load_enwik8(data_dir=data_dir),
     "tinyshakespeare": lambda level, data_dir: load_tiny_shakespeare(data_dir=data_dir),
@@ -317,10 +349,12 @@ def check_corpus_name(name):
 def load_corpus(name, level="word", data_dir=None):
     """The corpus `name`: one of `CORPORA`, or `file:PATH` (see `load_text`).
 
-    `level` is the tokenization of PTB and of local files (the other corpora
-    have their own); `data_dir` is where to look before downloading.
+    `level` is the tokenization of PTB, WikiText and local files (the other
+    corpora have their own; `CORPUS_LEVELS`); `data_dir` is where to look
+    before downloading.
     """
     check_corpus_name(name)
+    check_level(name, level)
     if name.startswith(FILE_PREFIX):
         return load_text(name[len(FILE_PREFIX) :], level=level)
     return CORPORA[name](level, data_dir)

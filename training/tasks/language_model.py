@@ -7,8 +7,7 @@ import tensorflow as tf
 from training import compile_mode, scoring
 from training import metrics as metrics_lib
 from training.callbacks import ResetStatesEachEpoch
-from training.data import batching, conventions, corpora
-from training.data.tokenize import Vocabulary
+from training.data import batching, conventions, corpora, tokenize
 from training.tasks.base import Task
 
 EVAL_ROWS = 10  # a language model is evaluated on this many contiguous rows
@@ -29,7 +28,7 @@ class LanguageModelTask(Task):
     def own_vocabulary(self):
         """Built from the training split only; names the corpus's conventions."""
         corpus = self.corpus
-        return Vocabulary.build(
+        return tokenize.Vocabulary.build(
             corpus.train,
             level=corpus.level,
             add_eos=corpus.add_eos,
@@ -58,8 +57,8 @@ class LanguageModelTask(Task):
         )
 
     @functools.cached_property
-    def encoded(self):
-        """Split name -> `EncodedText` in the task's vocabulary.
+    def texts(self):
+        """Split name -> the text the task reads.
 
         With `task.train_cutoff`, the training lines are cut to that many
         symbols (`corpora.cut_lines`); validation and test stay whole.
@@ -70,9 +69,14 @@ class LanguageModelTask(Task):
             texts["train"] = corpora.cut_lines(
                 texts["train"], cutoff, self.corpus.level
             )
+        return texts
+
+    @functools.cached_property
+    def encoded(self):
+        """Split name -> `EncodedText` of `texts` in the task's vocabulary."""
         return {
             split: self.vocabulary.encode(text, on_oov="unk", split=split)
-            for split, text in texts.items()
+            for split, text in self.texts.items()
         }
 
     def build_model(self, stateful=None, batch_size=None):
@@ -107,7 +111,9 @@ class LanguageModelTask(Task):
 
         The state is carried from each row's start to its end (the last
         `(tokens - 1) % EVAL_ROWS` tokens are left out; `tokens` says how
-        many were scored).
+        many were scored). A byte or character model on a corpus of words
+        (WikiText) also reports `words` and `word_perplexity`
+        (`_word_metrics`).
         """
         segment = self.sequence_length * 8
         choice = compile_mode.choose(
@@ -127,19 +133,45 @@ class LanguageModelTask(Task):
         )
         count = losses.size
         entropy = float(losses.sum(dtype="float64")) / count
-        return {
+        metrics = {
             "cross_entropy": entropy,
             "perplexity": metrics_lib.perplexity(entropy),
             "bits_per_token": metrics_lib.bits_per_character(entropy),
             "tokens": count,
             "out_of_vocabulary": self.encoded[split].num_oov,
         }
+        return metrics | self._word_metrics(split, metrics["bits_per_token"])
+
+    def _word_metrics(self, split, bits_per_symbol):
+        """`words` and `word_perplexity` of a byte or character model on a
+        corpus of words (Krause et al., 2016, eq. 23); else nothing.
+
+        The split's bits per symbol times its symbols over its words, as the
+        word-level corpus counts them (`tokenize.count_words`), so the
+        perplexity is comparable with a word-level model's on the same files.
+        """
+        if self.corpus.level == "word" or not self.corpus.word_text:
+            return {}
+        words = tokenize.count_words(self.texts[split])
+        symbols = len(self.encoded[split])
+        return {
+            "words": words,
+            "word_perplexity": metrics_lib.bits_per_character_to_word_perplexity(
+                bits_per_symbol, symbols, words
+            ),
+        }
 
     def report(self, metrics, split):
+        words = (
+            f"; word perplexity {metrics['word_perplexity']:.2f} "
+            f"({metrics['words']:,} words)"
+            if "word_perplexity" in metrics
+            else ""
+        )
         return (
             f"{split}: cross-entropy {metrics['cross_entropy']:.4f} nats/token, "
             f"perplexity {metrics['perplexity']:.2f}, "
             f"{metrics['bits_per_token']:.4f} bits/token "
             f"({metrics['tokens']:,} tokens, {metrics['out_of_vocabulary']:,} "
-            "out of vocabulary)"
+            f"out of vocabulary){words}"
         )

@@ -93,6 +93,7 @@ def test_each_corpus_names_its_conventions():
     assert conventions.for_corpus("ptb", "word") == "ptb"
     assert conventions.for_corpus("ptb", "char") == "ptb_char"
     assert conventions.for_corpus("wikitext2", "word") == "wikitext"
+    assert conventions.for_corpus("wikitext2", "byte") == "wikitext"
     assert conventions.for_corpus("wikitext103", "word") == "wikitext"
     assert conventions.for_corpus("text8", "char") == "text8"
     assert conventions.for_corpus("enwik8", "byte") == "bytes"

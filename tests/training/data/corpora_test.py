@@ -56,6 +56,54 @@ def test_wikitext2_counts():
     ]
 
 
+def test_wikitext2_bytes_and_their_word_counts():
+    # Krause et al. 2016, section 4.4: the test file is 1,256,449 bytes and
+    # 245,569 words, 5.1165 bytes a word (eq. 23).
+    _needs("wikitext-2")
+    corpus = corpora.load_wikitext2("byte", data_dir=SHARED, download=False)
+    assert corpus.level == "byte" and not corpus.add_eos and corpus.word_text
+    assert [len(corpus.train), len(corpus.valid), len(corpus.test)] == [
+        10_797_148,
+        1_121_681,
+        1_256_449,
+    ]
+    assert corpus.test.startswith(b" \n = Robert <unk> = \n")
+    assert tokenize.count_words(corpus.test) == 245_569
+    assert tokenize.count_words(corpus.valid) == 217_646
+    assert round(len(corpus.test) / tokenize.count_words(corpus.test), 4) == 5.1165
+
+
+def _wikitext_folder(tmp_path):
+    folder = tmp_path / "wikitext-2"
+    folder.mkdir()
+    for split in ("train", "valid", "test"):
+        (folder / f"wiki.{split}.tokens").write_text(
+            f" \n = {split} = \n caf\u00e9 @-@ 1 \n", encoding="utf-8"
+        )
+    return tmp_path
+
+
+def test_wikitext_at_byte_level_reads_the_same_files(tmp_path, monkeypatch):
+    monkeypatch.setenv(files.ACCEPT_MODIFIED_VAR, "1")  # not the real corpus
+    data_dir = _wikitext_folder(tmp_path)
+    words = corpora.load_corpus("wikitext2", level="word", data_dir=data_dir)
+    as_bytes = corpora.load_corpus("wikitext2", level="byte", data_dir=data_dir)
+    assert (words.level, words.add_eos, words.word_text) == ("word", True, True)
+    assert (as_bytes.level, as_bytes.add_eos) == ("byte", False)
+    assert as_bytes.test == words.test.encode("utf-8")
+    assert as_bytes.name == words.name == "wikitext-2"
+
+
+@pytest.mark.parametrize(
+    "name, level", [("wikitext2", "char"), ("wikitext103", "char"), ("ptb", "byte")]
+)
+def test_a_level_a_corpus_is_not_read_at_is_one_line(name, level):
+    with pytest.raises(ValueError, match=r"^Corpus '\w+' is read at level ") as info:
+        corpora.load_corpus(name, level=level, data_dir="unused")
+    assert f"received level={level!r}." in str(info.value)
+    assert "\n" not in str(info.value)
+
+
 def test_tiny_shakespeare_env_var(monkeypatch):
     _needs("tinyshakespeare")
     monkeypatch.setenv(files.ENV_VAR, str(SHARED))

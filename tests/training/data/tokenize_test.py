@@ -25,6 +25,18 @@ def test_word_tokens_with_eos_per_line():
     ]
 
 
+def test_count_words_is_the_word_level_length_with_eos():
+    # Whitespace-separated tokens plus one <eos> per line, blank lines too;
+    # the final newline does not start a line.
+    text = " = Title = \n \n a  b\tc \nlast"
+    assert tokenize.count_words(text) == 3 + 1 + 0 + 1 + 3 + 1 + 1 + 1
+    assert tokenize.count_words(text.encode("utf-8")) == 11
+    assert tokenize.count_words(text + "\n") == 11
+    vocab = tokenize.Vocabulary.build(text, "word", add_eos=True)
+    assert tokenize.count_words(text) == len(vocab.encode(text))
+    assert tokenize.count_words("caf\u00e9 na\u00efve\n") == 3
+
+
 def test_char_tokens():
     with_eos = tokenize.tokenize("ab\nc\n", "char", add_eos=True).numpy().tolist()
     assert with_eos == [b"a", b"b", b"<eos>", b"c", b"<eos>"]
