@@ -160,3 +160,20 @@ def test_the_readme_is_short_and_links_every_docs_page():
     assert pages
     unlinked = [p.name for p in pages if f"](docs/{p.name}" not in text]
     assert not unlinked, f"README.md links no docs page named: {unlinked}"
+
+
+def test_the_readme_lists_every_preset_with_its_cards_size_and_command():
+    import zoo
+
+    rows = {
+        cells[0].strip("`"): cells
+        for line in README.read_text().splitlines()
+        if line.startswith("| `")
+        for cells in [[cell.strip() for cell in line.strip("|").split(" | ")]]
+    }
+    for name in zoo.presets.available():
+        card = zoo.preset_card(name)
+        assert name in rows, f"{name} is not in the README's trained-models table"
+        _, _, _, size, command = rows[name]
+        assert size == f"{card['size_bytes']:,} bytes", name
+        assert command == f"`{card['command']}`", name
