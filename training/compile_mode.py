@@ -1,4 +1,4 @@
-"""Whether a run compiles its steps with XLA: `train.jit_compile` and its rule.
+"""How a run compiles its steps: `train.jit_compile`, `train.steps_per_execution`.
 
 `train.jit_compile` is `"auto"` (the default), `true` or `false`. `"auto"`
 is `zoo.default_jit_compile` at the shape of one step (units, batch, padded
@@ -13,9 +13,20 @@ and in its backup, and a resumed run keeps the choice its first part made.
 Keras refuses XLA while TensorFlow's op determinism is on, so
 `configure_determinism` turns it on for graph runs (exact resumption) and
 off for XLA runs, whose compiled program is itself repeatable on one machine.
+
+`train.steps_per_execution` is `"auto"` (the default) or N: how many
+training steps one call of Keras's train function runs (`model.compile`'s
+`steps_per_execution`), so that Keras's Python loop, the callbacks' batch
+hooks and the read-back of the loss come once a group instead of once a
+step. The steps and their results are the same (tested bitwise); callbacks
+see the batches at group ends only. `"auto"` is `choose_steps`: groups of up
+to `AUTO_STEPS` for a small step compiled with XLA on TensorFlow, where
+that per-step work is a large share of a step; 1 otherwise. A run records
+it beside `jit_compile` (`steps_per_execution`), and a resumed run keeps it.
 """
 
 import collections
+import math
 import platform
 from pathlib import Path
 
@@ -29,7 +40,10 @@ from zoo.models import CPU_XLA_LIMIT, CPU_XLA_MAX_UNITS
 SETTINGS = ("auto", True, False)
 
 Choice = collections.namedtuple("Choice", ["used", "reason"])
-Choice.__doc__ = """Whether XLA is used (`used`, a bool) and why (`reason`)."""
+Choice.__doc__ = """What is used (XLA: a bool; steps per execution: an int) and why."""
+
+# The most steps a call that `train.steps_per_execution="auto"` groups.
+AUTO_STEPS = 32
 
 
 def _cpuinfo(key):
@@ -102,6 +116,75 @@ def for_task(task):
     recipe = task.recipe
     return choose(
         recipe["train"]["jit_compile"], recipe["model"]["units"], *task.train_shape()
+    )
+
+
+def choose_steps(setting, jit_compile, shape, steps_per_epoch=None, divide=()):
+    """The `Choice` of `train.steps_per_execution=setting` (`used`: an int).
+
+    `"auto"` is 1 on a backend other than TensorFlow (Keras calls each step
+    from Python there), without XLA (a graph run steps as it always did), for
+    a step with `batch x units x length > CPU_XLA_LIMIT` (its own work dwarfs
+    the per-step overhead) and for epochs of unknown length (a curriculum's:
+    Keras stops each later epoch at the count of steps it tried in the first,
+    which groups round up to a whole group, so they would change the run);
+    otherwise the largest count up to `AUTO_STEPS` and `steps_per_epoch`
+    that divides every number of `divide`.
+
+    Args:
+        setting: `"auto"` or an int >= 1.
+        jit_compile: Whether the steps are compiled with XLA.
+        shape: `(units, batch, length)` of one training step.
+        steps_per_epoch: The steps of an epoch, or None if unknown.
+        divide: Counts a group must divide (`train.max_steps_per_epoch`,
+            whose repeated data Keras reads in whole groups, and
+            `train.reset_every`, whose resets come between groups).
+    """
+    if setting != "auto":
+        if type(setting) is not int or setting < 1:
+            raise ValueError(
+                "steps_per_execution must be 'auto' or an integer >= 1; "
+                f"received {setting!r}."
+            )
+        return Choice(setting, f"train.steps_per_execution={setting}")
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        return Choice(1, f"auto: one step a call on the {backend} backend")
+    if not jit_compile:
+        return Choice(1, "auto: one step a call without XLA")
+    units, batch, length = shape
+    size = batch * units * length
+    sizes = f"batch x units x length = {batch} x {units} x {length} = {size}"
+    if size > CPU_XLA_LIMIT:
+        return Choice(1, f"auto: one step a call, {sizes} > {CPU_XLA_LIMIT}")
+    if steps_per_epoch is None:
+        return Choice(1, "auto: one step a call, the epoch's steps unknown")
+    common = math.gcd(*divide)  # 0 (divided by every count) when there is none
+    most = min(AUTO_STEPS, steps_per_epoch)
+    used = max(n for n in range(1, most + 1) if common % n == 0)
+    return Choice(used, f"auto: XLA on a small step, {sizes} <= {CPU_XLA_LIMIT}")
+
+
+def steps_for_task(task, jit_compile):
+    """The `Choice` of the task's `train.steps_per_execution` (`choose_steps`).
+
+    `"auto"` is 1 under `train.distribute` other than `"none"` (which
+    `training.recipes` refuses a count above 1 with).
+    """
+    recipe = task.recipe
+    train = recipe["train"]
+    if train["steps_per_execution"] == "auto" and train["distribute"] != "none":
+        reason = f"auto: one step a call with train.distribute={train['distribute']}"
+        return Choice(1, reason)
+    dataset, _ = task.train_data()
+    steps = train["max_steps_per_epoch"] or int(dataset.cardinality())
+    divide = [train[key] for key in ("max_steps_per_epoch", "reset_every")]
+    return choose_steps(
+        train["steps_per_execution"],
+        jit_compile,
+        (recipe["model"]["units"], *task.train_shape()),
+        steps if steps > 0 else None,  # cardinality -1 or -2: infinite, unknown
+        [count for count in divide if count is not None],
     )
 
 

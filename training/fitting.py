@@ -175,13 +175,23 @@ def schedule_callbacks(train, monitor):
     return callbacks
 
 
-def fit(model, task, callbacks=(), verbose=0, jit_compile=None, **fit_kwargs):
+def fit(
+    model,
+    task,
+    callbacks=(),
+    verbose=0,
+    jit_compile=None,
+    steps_per_execution=None,
+    **fit_kwargs,
+):
     """Compiles `model` for `task.recipe` and fits it on the task's data.
 
     The optimizer is `make_optimizer`, the loss the task's
     (`task.compile_arguments()`), XLA as `jit_compile` or else as the
     recipe's `train.jit_compile` chooses (`compile_mode.for_task`); op
-    determinism follows (`compile_mode.configure_determinism`). The
+    determinism follows (`compile_mode.configure_determinism`); steps per
+    call of the train function as `steps_per_execution` or else as
+    `train.steps_per_execution` chooses (`compile_mode.steps_for_task`). The
     data are `task.train_data()` (with the callbacks they need, such as the
     epoch-keyed shuffle's) and `task.validation_data()`; with
     `train.max_steps_per_epoch` the training data repeat and each epoch is
@@ -232,6 +242,8 @@ def fit(model, task, callbacks=(), verbose=0, jit_compile=None, **fit_kwargs):
             )
     if jit_compile is None:
         jit_compile = compile_mode.for_task(task).used
+    if steps_per_execution is None:
+        steps_per_execution = compile_mode.steps_for_task(task, jit_compile).used
     compile_mode.configure_determinism(jit_compile)
     train_data, data_callbacks = task.train_data()
     steps = train["max_steps_per_epoch"]
@@ -249,6 +261,7 @@ def fit(model, task, callbacks=(), verbose=0, jit_compile=None, **fit_kwargs):
             optimizer=optimizer,
             **task.compile_arguments(),
             jit_compile=bool(jit_compile),
+            steps_per_execution=steps_per_execution,
         )
     compile_mode.check_applied(model, jit_compile)
     callbacks = [

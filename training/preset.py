@@ -153,7 +153,7 @@ def remeasure_plan(recipe, metrics, key, tolerance=None):
     """The card's `remeasure` entry for the metric `key` of a run's `metrics`."""
     value = table_schema.metric_value(metrics, key)
     if value is None:
-        splits = ", ".join(sorted(k for k in metrics if k != runs.JIT_COMPILE))
+        splits = ", ".join(sorted(k for k in metrics if k not in runs.EXECUTION))
         raise ValueError(
             f"The run's metrics.json has no number at {key!r}; expected "
             f"SPLIT.NAME with SPLIT one of: {splits}."
@@ -283,7 +283,7 @@ def save_preset(
         "recipe": recipe,
         "command": None if command is None else shlex.join(command),
         "seed": recipe["train"]["seed"],
-        "metrics": {k: v for k, v in metrics.items() if k != runs.JIT_COMPILE},
+        "metrics": {k: v for k, v in metrics.items() if k not in runs.EXECUTION},
         "table": table_entry,
         "parameters": {"total": run.model.count_params(), "trainable": trainable},
         "size_bytes": (partial / runs.BEST).stat().st_size,

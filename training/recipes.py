@@ -108,6 +108,8 @@ DEFAULTS = {
         "precision": "float32",  # one of PRECISIONS
         # XLA: "auto" (training.compile_mode's rule), true or false
         "jit_compile": "auto",
+        # training steps per compiled call: "auto" (compile_mode's rule) or N
+        "steps_per_execution": "auto",
     },
 }
 
@@ -276,6 +278,7 @@ def check(recipe):
             "expected an integer >= 1 with train.stateful=true, received "
             f"{reset_every!r} with train.stateful={str(train['stateful']).lower()}."
         )
+    _check_step_groups(train)
     if task["train_cutoff"] is not None and (
         kind != "language_model" or task["train_cutoff"] < 1
     ):
@@ -395,6 +398,42 @@ def _check_jit_compile(value):
         )
 
 
+def _check_steps_per_execution(value):
+    if not (value == "auto" or (type(value) is int and value >= 1)):
+        raise RecipeError(
+            'train.steps_per_execution must be "auto" or an integer >= 1; '
+            f"received {value!r}."
+        )
+
+
+# The keys whose values are a string or a number, each checked by its own.
+MIXED_KEYS = {
+    ("train", "jit_compile"): _check_jit_compile,
+    ("train", "steps_per_execution"): _check_steps_per_execution,
+}
+
+
+def _check_step_groups(train):
+    """Refuses `train.steps_per_execution=N` where groups of N steps cannot run."""
+    steps = train["steps_per_execution"]
+    if steps == "auto" or steps == 1:
+        return
+    if train["distribute"] != "none":
+        raise RecipeError(
+            f"train.steps_per_execution={steps} is not supported with "
+            f'train.distribute={train["distribute"]!r}; expected "auto" or 1.'
+        )
+    # Keras runs whole groups on repeated data (an epoch would run more
+    # steps), and zeroes the state between groups only.
+    for key in ("max_steps_per_epoch", "reset_every"):
+        if train[key] is not None and train[key] % steps:
+            raise RecipeError(
+                f"train.steps_per_execution={steps} runs the steps in groups of "
+                f"{steps}, which must divide train.{key}={train[key]}; expected "
+                'a divisor of it or "auto".'
+            )
+
+
 def _describe(range_):
     bounds = []
     if range_.low is not None:
@@ -417,8 +456,8 @@ def _check_values(recipe):
             _check_type(section, recipe[section], type(defaults), optional=False)
             continue
         for key, default in defaults.items():
-            if (section, key) == ("train", "jit_compile"):  # "auto", true or false
-                _check_jit_compile(recipe[section][key])
+            if (section, key) in MIXED_KEYS:  # "auto" or a bool or an int
+                MIXED_KEYS[section, key](recipe[section][key])
                 continue
             optional = default is None
             expected = OPTIONAL_TYPES[section, key] if optional else type(default)

@@ -39,9 +39,15 @@ RECIPE, VOCABULARY, BEST, METRICS = (
     "metrics.json",
 )
 BACKUP, LOG, TENSORBOARD = "backup", "log.csv", "tensorboard"
-# The keys of metrics.json that record the compile mode and the Keras
-# backend that trained the run (not splits).
-JIT_COMPILE, BACKEND = "jit_compile", "backend"
+# The keys of metrics.json that record the compile mode, the steps per
+# call of the train function and the Keras backend of the run (not splits).
+JIT_COMPILE, STEPS_PER_EXECUTION, BACKEND = (
+    "jit_compile",
+    "steps_per_execution",
+    "backend",
+)
+# Those that say how the run executed its steps (a preset's card omits them).
+EXECUTION = (JIT_COMPILE, STEPS_PER_EXECUTION)
 TRAIN_LOCK = ".train.lock"
 # Where a CLI takes a run directory, `preset:NAME` takes a preset (`check_run`).
 PRESET_PREFIX = "preset:"
@@ -183,11 +189,13 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     """Trains a resolved recipe in `run_dir`; returns the metrics it writes.
 
     Seeds Python, NumPy and TensorFlow with `train.seed`, chooses whether
-    to compile with XLA (`compile_choice`; op determinism on without it),
+    to compile with XLA (`compile_choice`; op determinism on without it) and
+    how many steps each call runs (`steps_choice`),
     writes `recipe.json` and `vocabulary.json`, fits with
     `training.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
     evaluates the best model on every split of the task and writes
-    `metrics.json`, with the compile mode under `"jit_compile"` and the
+    `metrics.json`, with the compile mode under `"jit_compile"`, the steps
+    per call under `"steps_per_execution"` and the
     Keras backend (`KERAS_BACKEND`) and its version under `"backend"`. Nothing is
     written until everything that can refuse the run has passed (the run
     directory, the data, the model and its options), and the run directory
@@ -209,7 +217,8 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
 
     Returns:
         `{split: metrics}` for each of the task's splits,
-        `{"jit_compile": {"used": bool, "reason": str}}` and
+        `{"jit_compile": {"used": bool, "reason": str}}`,
+        `{"steps_per_execution": {"used": int, "reason": str}}` and
         `{"backend": {"name": str, "version": str}}`, as in
         `metrics.json`; `make_task(recipe).report(metrics[split], split)`
         formats one.
@@ -281,6 +290,7 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
         # since the check above.
         backup = _backup_to_resume(recipe, run_dir)
         jit = compile_choice(task, backup)
+        steps = steps_choice(task, jit.used, backup)
         compile_mode.configure_determinism(jit.used)
         write_json(run_dir / RECIPE, recipe)
         log = run_dir / LOG
@@ -291,7 +301,7 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
             with open(log, "r+b") as file:
                 file.truncate(backup["log_size"] or 0)
         (run_dir / VOCABULARY).write_text(vocabulary)
-        facts = {JIT_COMPILE: jit._asdict()}
+        facts = {JIT_COMPILE: jit._asdict(), STEPS_PER_EXECUTION: steps._asdict()}
         history = fitting.fit(
             model,
             task,
@@ -301,6 +311,7 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
             ],
             verbose=verbose,
             jit_compile=jit.used,
+            steps_per_execution=steps.used,
         )
         losses = history.history.get("loss", [])
         if not all(math.isfinite(loss) for loss in losses):
@@ -311,7 +322,7 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
             )
         best = load_best(task, run_dir / BEST)
         metrics = {split: task.evaluate(best, split) for split in task.splits}
-        metrics[JIT_COMPILE] = jit._asdict()
+        metrics.update(facts)
         metrics[BACKEND] = backends.describe()
         write_json(run_dir / METRICS, metrics)
     return metrics
@@ -331,6 +342,21 @@ def compile_choice(task, backup=None):
         reason = "a backup from before train.jit_compile: trained without XLA"
         return compile_mode.Choice(False, reason)
     return compile_mode.Choice(bool(saved["used"]), saved["reason"])
+
+
+def steps_choice(task, jit_compile, backup=None):
+    """How many training steps each call runs, and why (`compile_mode.Choice`).
+
+    A resumed run keeps its backup's choice, as `compile_choice` does; a
+    backup from before `train.steps_per_execution` ran one step a call.
+    """
+    if backup is None:
+        return compile_mode.steps_for_task(task, jit_compile)
+    saved = (backup.get("facts") or {}).get(STEPS_PER_EXECUTION)
+    if saved is None:
+        reason = "a backup from before train.steps_per_execution: one step a call"
+        return compile_mode.Choice(1, reason)
+    return compile_mode.Choice(int(saved["used"]), saved["reason"])
 
 
 def load_best(task, path):

@@ -46,6 +46,8 @@ def main(argv=None):
         print(task.report(metrics[split], split))
     jit = metrics[runs.JIT_COMPILE]
     print(f"XLA: {'on' if jit['used'] else 'off'} ({jit['reason']})")
+    steps = metrics[runs.STEPS_PER_EXECUTION]
+    print(f"steps per execution: {steps['used']} ({steps['reason']})")
     backend = metrics[runs.BACKEND]
     if backend["name"] != "tensorflow":
         print(f"Keras backend: {backend['name']} {backend['version']}")

@@ -90,6 +90,10 @@ def test_jax_runs_record_their_backend_and_xla(jax_out):
             "used": True,
             "reason": "auto: Keras's choice on the jax backend",
         }
+        assert metrics[runs.STEPS_PER_EXECUTION] == {
+            "used": 1,
+            "reason": "auto: one step a call on the jax backend",
+        }
 
 
 @pytest.mark.processes

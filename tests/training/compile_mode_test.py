@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -133,11 +134,109 @@ def test_a_run_records_its_choice_and_a_resume_keeps_it(tmp_path):
     kept = {"facts": {"jit_compile": {"used": False, "reason": "first part"}}}
     assert runs.compile_choice(task, kept) == (False, "first part")
     assert runs.compile_choice(task, {"epoch": 1}).used is False  # an old backup
+    kept = {"facts": {"steps_per_execution": {"used": 5, "reason": "first part"}}}
+    assert runs.steps_choice(task, True, kept) == (5, "first part")
+    assert runs.steps_choice(task, True, {"epoch": 1}).used == 1  # an old backup
     metrics = runs.train_run(recipe, tmp_path / "run")
     assert metrics["jit_compile"] == {
         "used": True,
         "reason": compile_mode.for_task(task).reason,
     }
+    # 48 strings in batches of 16: all 3 steps of an epoch in one call
+    assert metrics["steps_per_execution"] == {
+        "used": 3,
+        "reason": "auto: XLA on a small step, batch x units x length = "
+        f"16 x 8 x {task.train_shape()[1]} = {16 * 8 * task.train_shape()[1]} "
+        f"<= {compile_mode.CPU_XLA_LIMIT}",
+    }
+
+
+@pytest.mark.parametrize("value", ["auto", 1, 7])
+def test_recipes_take_auto_and_positive_step_counts(value):
+    extra = [f"train.steps_per_execution={value}"]
+    assert tiny_recipe("dyck", extra=extra)["train"]["steps_per_execution"] == value
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "true", "1.0", "null", "all", "[2]"])
+def test_other_steps_per_execution_values_are_one_line_errors(value, no_data):
+    with pytest.raises(recipes.RecipeError, match="steps_per_execution") as info:
+        tiny_recipe("dyck", extra=[f"train.steps_per_execution={value}"])
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["train.max_steps_per_epoch=10"], "must divide train.max_steps_per_epoch=10"),
+        (
+            ["train.stateful=true", "train.reset_every=6"],
+            "must divide train.reset_every=6",
+        ),
+        (["train.distribute=mirrored"], "not supported with train.distribute"),
+    ],
+)
+def test_step_groups_that_cannot_run_are_one_line_errors(extra, message, no_data):
+    kind = "language_model" if "train.stateful=true" in extra else "dyck"
+    overrides = ["train.steps_per_execution=4", *extra]
+    with pytest.raises(recipes.RecipeError, match=message) as info:
+        tiny_recipe(kind, "corpus.txt", extra=overrides)
+    assert "\n" not in str(info.value)
+    # a count that divides them passes (mirrored takes only "auto" or 1)
+    if "train.distribute=mirrored" not in extra:
+        dividing = [o.replace("=4", "=2") for o in overrides]
+        tiny_recipe(kind, "corpus.txt", extra=dividing)
+
+
+def test_auto_groups_small_compiled_steps_only():
+    small = (8, 16, 56)  # units, batch, length
+    assert compile_mode.choose_steps("auto", True, small, 1000) == (
+        compile_mode.AUTO_STEPS,
+        "auto: XLA on a small step, batch x units x length = 16 x 8 x 56 = 7168 "
+        f"<= {compile_mode.CPU_XLA_LIMIT}",
+    )
+    assert compile_mode.choose_steps("auto", True, small, 3).used == 3
+    # a group divides the repeated data's epoch and the state resets
+    assert compile_mode.choose_steps("auto", True, small, 100, [100]).used == 25
+    assert compile_mode.choose_steps("auto", True, small, 1000, [36, 24]).used == 12
+    assert compile_mode.choose_steps("auto", True, small, 1000, [37]).used == 1
+    graph = compile_mode.choose_steps("auto", False, small, 1000)
+    assert graph == (1, "auto: one step a call without XLA")
+    large = compile_mode.choose_steps("auto", True, (128, 32, 256), 1000)
+    assert large.used == 1 and "1048576 > 524288" in large.reason
+    unknown = compile_mode.choose_steps("auto", True, small, None)
+    assert unknown == (1, "auto: one step a call, the epoch's steps unknown")
+
+
+def test_a_step_count_is_kept_whatever_the_step():
+    forced = compile_mode.choose_steps(8, False, (1024, 32, 2048), None)
+    assert forced == (8, "train.steps_per_execution=8")
+    for bad in (0, True, "8", None):
+        with pytest.raises(ValueError, match="'auto' or an integer >= 1"):
+            compile_mode.choose_steps(bad, True, (8, 16, 56), 10)
+
+
+def test_auto_steps_one_a_call_under_a_distribution_strategy():
+    task = make_task(tiny_recipe("dyck", extra=["train.distribute=mirrored"]))
+    choice = compile_mode.steps_for_task(task, True)
+    assert choice == (1, "auto: one step a call with train.distribute=mirrored")
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_run_in_groups_ends_bitwise_equal_to_one_step_a_call(tmp_path, jit):
+    # 3 steps an epoch in groups of 2: the last group of each epoch is partial.
+    base = ["train.epochs=2", f"train.jit_compile={str(jit).lower()}"]
+    for steps in (1, 2):
+        extra = [*base, f"train.steps_per_execution={steps}"]
+        runs.train_run(tiny_recipe("dyck", extra=extra), tmp_path / str(steps))
+    one, two = tmp_path / "1", tmp_path / "2"
+    assert (one / runs.LOG).read_text() == (two / runs.LOG).read_text()
+    metrics = [runs.read_json(path / runs.METRICS) for path in (one, two)]
+    assert metrics[0].pop("steps_per_execution")["used"] == 1
+    assert metrics[1].pop("steps_per_execution")["used"] == 2
+    assert metrics[0] == metrics[1]
+    weights = [runs.load_run(path).model.get_weights() for path in (one, two)]
+    for a, b in zip(*weights, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("kind", ["dyck", "recognition"])

@@ -20,10 +20,14 @@ def test_tiny_run_trains_checkpoints_evaluates_and_reloads(kind, tmp_path, text_
     assert len((run_dir / "log.csv").read_text().splitlines()) == 3  # header + 2
     assert runs.read_json(run_dir / "metrics.json") == json.loads(json.dumps(metrics))
     splits = make_task(recipe, runs.load_vocabulary(run_dir)).splits
-    assert set(metrics) == {*splits, runs.JIT_COMPILE, runs.BACKEND}
+    assert set(metrics) == {*splits, *runs.EXECUTION, runs.BACKEND}
     assert metrics[runs.BACKEND]["name"] == keras.backend.backend()
     assert metrics[runs.JIT_COMPILE]["used"] in (True, False)
     assert metrics[runs.JIT_COMPILE]["reason"] == "train.jit_compile=false"
+    assert metrics[runs.STEPS_PER_EXECUTION] == {
+        "used": 1,
+        "reason": "auto: one step a call without XLA",
+    }
 
     run = runs.load_run(run_dir)
     assert run.recipe == recipe and run.task.head == make_task(recipe).head
