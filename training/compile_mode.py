@@ -125,17 +125,20 @@ def choose_steps(setting, jit_compile, shape, steps_per_epoch=None, divide=()):
     `"auto"` is 1 on a backend other than TensorFlow (Keras calls each step
     from Python there), without XLA (a graph run steps as it always did), for
     a step with `batch x units x length > CPU_XLA_LIMIT` (its own work dwarfs
-    the per-step overhead) and for epochs of unknown length (a curriculum's:
-    Keras stops each later epoch at the count of steps it tried in the first,
-    which groups round up to a whole group, so they would change the run);
-    otherwise the largest count up to `AUTO_STEPS` and `steps_per_epoch`
-    that divides every number of `divide`.
+    the per-step overhead) and for epochs of unknown length (Keras stops each
+    later epoch at the count of steps it tried in the first, which groups
+    round up to a whole group, so they would change the run); otherwise the
+    largest count up to `AUTO_STEPS` and `steps_per_epoch` that divides
+    every number of `divide`. A curriculum's epochs differ in length but
+    each is known (`Task.epoch_steps`; `training.fitting.fit_epoch_lengths`
+    tells Keras each): `steps_per_epoch` is then the shortest epoch's.
 
     Args:
         setting: `"auto"` or an int >= 1.
         jit_compile: Whether the steps are compiled with XLA.
         shape: `(units, batch, length)` of one training step.
-        steps_per_epoch: The steps of an epoch, or None if unknown.
+        steps_per_epoch: The steps of an epoch (the shortest, where they
+            differ), or None if unknown.
         divide: Counts a group must divide (`train.max_steps_per_epoch`,
             whose repeated data Keras reads in whole groups, and
             `train.reset_every`, whose resets come between groups).
@@ -176,8 +179,14 @@ def steps_for_task(task, jit_compile):
     if train["steps_per_execution"] == "auto" and train["distribute"] != "none":
         reason = f"auto: one step a call with train.distribute={train['distribute']}"
         return Choice(1, reason)
-    dataset, _ = task.train_data()
-    steps = train["max_steps_per_epoch"] or int(dataset.cardinality())
+    epoch_steps = task.epoch_steps()
+    if train["max_steps_per_epoch"]:
+        steps = train["max_steps_per_epoch"]
+    elif epoch_steps is not None:  # a curriculum's: the shortest epoch's
+        steps = min(epoch_steps)
+    else:
+        dataset, _ = task.train_data()
+        steps = int(dataset.cardinality())
     divide = [train[key] for key in ("max_steps_per_epoch", "reset_every")]
     return choose_steps(
         train["steps_per_execution"],

@@ -134,20 +134,31 @@ def make_optimizer(train, steps_per_epoch):
 
     Args:
         train: The recipe's `train` table.
-        steps_per_epoch: Training steps per epoch, which the linear decay of
+        steps_per_epoch: Training steps per epoch, or a sequence of each
+            epoch's (`Task.epoch_steps`), which the linear decay of
             `train.final_learning_rate` (Krause et al. 2016) spreads over.
     """
     learning_rate = train["learning_rate"]
     if train["final_learning_rate"] is not None:
+        if isinstance(steps_per_epoch, int):
+            total = train["epochs"] * steps_per_epoch
+        else:
+            epochs = range(train["epochs"])
+            total = sum(steps_of(steps_per_epoch, epoch) for epoch in epochs)
         learning_rate = keras.optimizers.schedules.PolynomialDecay(
             learning_rate,
-            decay_steps=max(1, train["epochs"] * steps_per_epoch),
+            decay_steps=max(1, total),
             end_learning_rate=train["final_learning_rate"],
             power=1.0,
         )
     if train["clipvalue"] is not None:
         return keras.optimizers.Adam(learning_rate, clipvalue=train["clipvalue"])
     return keras.optimizers.Adam(learning_rate, global_clipnorm=train["clipnorm"])
+
+
+def steps_of(epoch_steps, epoch):
+    """Epoch `epoch`'s steps in `Task.epoch_steps` (past its end, the last one's)."""
+    return epoch_steps[min(epoch, len(epoch_steps) - 1)]
 
 
 def schedule_callbacks(train, monitor):
@@ -195,7 +206,9 @@ def fit(
     data are `task.train_data()` (with the callbacks they need, such as the
     epoch-keyed shuffle's) and `task.validation_data()`; with
     `train.max_steps_per_epoch` the training data repeat and each epoch is
-    that many steps. The callbacks are the task's per-epoch validation
+    that many steps. Where the epochs' lengths differ (`task.epoch_steps()`,
+    a curriculum's), each epoch trains on its own batches once
+    (`fit_epoch_lengths`). The callbacks are the task's per-epoch validation
     metrics (`task.validation_callbacks()`, e.g. `val_wcpa`), `callbacks`,
     the data's, then the recipe's (`schedule_callbacks`); a
     `training.callbacks.RunBackup` among them runs last and saves the
@@ -247,9 +260,14 @@ def fit(
     compile_mode.configure_determinism(jit_compile)
     train_data, data_callbacks = task.train_data()
     steps = train["max_steps_per_epoch"]
-    steps_per_epoch = int(train_data.cardinality()) if steps is None else steps
+    epoch_steps = task.epoch_steps() if steps is None else None
     if steps is not None:
+        steps_per_epoch = steps
         train_data = train_data.repeat()
+    elif epoch_steps is not None:
+        steps_per_epoch = epoch_steps
+    else:
+        steps_per_epoch = int(train_data.cardinality())
     if train["distribute"] == "multi_worker":  # keras-team/keras#20585
         with strategy.scope():
             model = MultiWorkerModel(model.inputs, model.outputs, name=model.name)
@@ -274,13 +292,108 @@ def fit(
     callbacks = [c for c in callbacks if not isinstance(c, RunBackup)]
     for backup in backups:  # last, so it saves the others' state of the epoch
         backup.track(callbacks)
-    return model.fit(
-        train_data,
-        validation_data=task.validation_data(),
-        epochs=fit_kwargs.pop("epochs", train["epochs"]),
-        steps_per_epoch=steps,
-        shuffle=False,  # the task's dataset shuffles, by epoch
-        callbacks=[*callbacks, *backups],
-        verbose=verbose,
+    arguments = {
+        "validation_data": task.validation_data(),
+        "epochs": fit_kwargs.pop("epochs", train["epochs"]),
+        "shuffle": False,  # the task's dataset shuffles, by epoch
+        "verbose": verbose,
         **fit_kwargs,
+    }
+    callbacks = [*callbacks, *backups]
+    if epoch_steps is not None:
+        return fit_epoch_lengths(
+            model, train_data, epoch_steps, callbacks, strategy, **arguments
+        )
+    return model.fit(
+        train_data, steps_per_epoch=steps, callbacks=callbacks, **arguments
     )
+
+
+class OneTraining(keras.callbacks.CallbackList):
+    """Callbacks that see several `model.fit` calls as one (`fit_epoch_lengths`).
+
+    Each call's `on_train_begin` and `on_train_end` are dropped; `begin` and
+    `end` send them once, before the first call and after the last. So
+    `EarlyStopping`'s and `ReduceLROnPlateau`'s counters, `History`, the
+    `CSVLogger`'s file and the backup (which `on_train_end` deletes) carry on
+    from one call to the next as from one epoch to the next.
+    """
+
+    last_logs = None  # the last epoch's logs, which `end` passes on as fit does
+
+    def on_train_begin(self, logs=None):
+        pass
+
+    def on_train_end(self, logs=None):
+        pass
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        self.last_logs = logs
+
+    def begin(self):
+        super().on_train_begin()
+
+    def end(self):
+        super().on_train_end(self.last_logs)
+
+
+def fit_epoch_lengths(model, dataset, epoch_steps, callbacks, strategy, **arguments):
+    """`model.fit` where epoch e is `epoch_steps[e]` batches of `dataset`, once each.
+
+    Keras 3 reads the length of a dataset of unknown cardinality from its
+    first epoch (the batches read, plus the call that found it empty) and
+    stops every later epoch there, so a later epoch that is longer loses
+    batches; a dataset of known cardinality has one length for every epoch.
+    So each run of consecutive epochs of one length is one `model.fit` call
+    on `dataset` with that cardinality (`tf.data`'s `assert_cardinality`,
+    which also fails if the data disagree), from its first epoch
+    (`initial_epoch`) to its last, with the callbacks of all the calls in one
+    `OneTraining`. A backup is restored before the first call, in
+    `strategy`'s scope (where the optimizer's variables live), as `fit`
+    restores one (`BackupAndRestore.on_train_begin` sets the epoch to resume
+    from); a callback that stops training stops the calls.
+
+    Args:
+        model: A compiled model.
+        dataset: The training data, epoch by epoch (an epoch-keyed shuffle).
+        epoch_steps: Each epoch's batches (`Task.epoch_steps`; `steps_of`).
+        callbacks: The callbacks, in order.
+        strategy: The strategy the model was built under (`fit`'s).
+        **arguments: More `model.fit` arguments (`epochs`, `initial_epoch`,
+            `verbose`, `validation_data`, ...).
+
+    Returns:
+        The `keras.callbacks.History` of all the calls.
+    """
+    epochs = arguments.pop("epochs")
+    verbose = arguments.pop("verbose")
+    callbacks = OneTraining(
+        callbacks, add_history=True, add_progbar=verbose != 0, model=model
+    )
+    initial_epoch = arguments.pop("initial_epoch", 0)
+    model.stop_training = False
+    with strategy.scope():
+        callbacks.begin()
+    # What `model.fit` does after `on_train_begin`: a restored backup names
+    # the epoch to resume from. Read once, then cleared, or every later call
+    # would start there again.
+    epoch = model._initial_epoch or initial_epoch
+    model._initial_epoch = None
+    while epoch < epochs and not model.stop_training:
+        steps = steps_of(epoch_steps, epoch)
+        stop = epoch + 1
+        while stop < epochs and steps_of(epoch_steps, stop) == steps:
+            stop += 1
+        callbacks.set_params({"verbose": verbose, "epochs": epochs, "steps": steps})
+        model.fit(
+            dataset.apply(tf.data.experimental.assert_cardinality(steps)),
+            initial_epoch=epoch,
+            epochs=stop,
+            callbacks=callbacks,
+            verbose=verbose,
+            **arguments,
+        )
+        epoch = stop
+    callbacks.end()
+    return model.history

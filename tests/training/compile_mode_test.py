@@ -221,13 +221,30 @@ def test_auto_steps_one_a_call_under_a_distribution_strategy():
     assert choice == (1, "auto: one step a call with train.distribute=mirrored")
 
 
-@pytest.mark.parametrize("jit", [True, False])
-def test_a_run_in_groups_ends_bitwise_equal_to_one_step_a_call(tmp_path, jit):
-    # 3 steps an epoch in groups of 2: the last group of each epoch is partial.
-    base = ["train.epochs=2", f"train.jit_compile={str(jit).lower()}"]
+# dyck: 3 steps an epoch in groups of 2, the last group of each epoch partial;
+# a curriculum's epochs of 14, then 15 steps in groups of 2
+# (fitting.fit_epoch_lengths: a fit call for each length).
+CURRICULUM = ["train.curriculum=true", "train.epochs=4", "train.batch_size=4"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "jit"),
+    [
+        ("dyck", [], True),
+        ("dyck", [], False),
+        ("recognition", CURRICULUM, True),
+    ],
+)
+def test_a_run_in_groups_ends_bitwise_equal_to_one_step_a_call(
+    tmp_path, kind, extra, jit
+):
+    base = ["train.epochs=2", *extra, f"train.jit_compile={str(jit).lower()}"]
+    if extra:
+        task = make_task(tiny_recipe(kind, extra=base))
+        assert task.epoch_steps() == (14, 15, 15, 15)
     for steps in (1, 2):
-        extra = [*base, f"train.steps_per_execution={steps}"]
-        runs.train_run(tiny_recipe("dyck", extra=extra), tmp_path / str(steps))
+        overrides = [*base, f"train.steps_per_execution={steps}"]
+        runs.train_run(tiny_recipe(kind, extra=overrides), tmp_path / str(steps))
     one, two = tmp_path / "1", tmp_path / "2"
     assert (one / runs.LOG).read_text() == (two / runs.LOG).read_text()
     metrics = [runs.read_json(path / runs.METRICS) for path in (one, two)]

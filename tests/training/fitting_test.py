@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tests.training.tiny import tiny_recipe
-from training import fitting
+from training import compile_mode, fitting
 from training.callbacks import TemperatureAnnealing
 from training.tasks import make_task
 
@@ -18,6 +18,12 @@ def test_optimizer_decays_linearly_to_the_final_learning_rate():
     np.testing.assert_allclose(float(schedule(0)), train["learning_rate"])
     np.testing.assert_allclose(float(schedule(steps)), 1e-4, rtol=1e-6)
     assert optimizer.global_clipnorm == train["clipnorm"]
+    # a curriculum's epochs of 2, then 3 steps (the last count for the rest)
+    assert train["epochs"] == 2
+    for steps_per_epoch, total in (((2, 3), 5), ((2,), 4)):
+        optimizer = fitting.make_optimizer(train, steps_per_epoch)
+        config = optimizer.get_config()["learning_rate"]
+        assert config["config"]["decay_steps"] == total
 
 
 def test_clipvalue_clips_each_element_and_replaces_the_norm_clip():
@@ -55,3 +61,107 @@ def test_fit_refuses_arguments_the_data_decide():
     task = make_task(tiny_recipe("dyck"))
     with pytest.raises(ValueError, match="data decide batch_size, x; expected none"):
         fitting.fit(task.build_model(), task, x=[1], batch_size=4)
+
+
+class BatchCount(keras.callbacks.Callback):
+    """Batch ends and optimizer iterations seen in each epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches, self.iterations, self.begun, self.ended = [], [], 0, 0
+
+    def on_train_begin(self, logs=None):
+        self.begun += 1
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.batches.append(0)
+        self.start = int(self.model.optimizer.iterations)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches[-1] += 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.iterations.append(int(self.model.optimizer.iterations) - self.start)
+
+    def on_train_end(self, logs=None):
+        self.ended += 1
+
+
+def curriculum_batches(task, epochs):
+    """The batches the curriculum's dataset holds in each epoch."""
+    dataset, (shuffle,) = task.train_data()
+    counts = []
+    for epoch in range(epochs):
+        shuffle.on_epoch_begin(epoch)
+        counts.append(sum(1 for _ in dataset))
+    return counts
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["train.jit_compile=false"],
+        ["train.jit_compile=true", "train.steps_per_execution=1"],
+        ["train.jit_compile=true"],  # "auto": in groups
+    ],
+    ids=["graph", "xla", "xla-groups"],
+)
+def test_each_curriculum_epoch_trains_the_batches_its_limit_admits(extra):
+    # Batches of 2 over a few dozen strings: the later epochs hold more than
+    # one batch beyond the first epoch's count, which Keras took for every
+    # epoch's when it was given one dataset of unknown length.
+    task = make_task(
+        tiny_recipe(
+            "recognition",
+            extra=[
+                "train.epochs=6",
+                "train.curriculum=true",
+                "train.batch_size=2",
+                "train.early_stopping_patience=100",
+                *extra,
+            ],
+        )
+    )
+    expected = curriculum_batches(task, 6)
+    assert max(expected[1:]) > expected[0] + 1
+    keras.utils.set_random_seed(0)
+    model = task.build_model()
+    count = BatchCount()
+    jit = task.recipe["train"]["jit_compile"]
+    history = fitting.fit(model, task, callbacks=[count], jit_compile=jit)
+    assert count.iterations == expected
+    assert int(model.optimizer.iterations) == sum(expected)
+    assert task.epoch_steps() == tuple(expected)
+    # "auto" groups a curriculum's small XLA steps, up to its shortest epoch;
+    # callbacks see the ends of groups
+    steps = compile_mode.steps_for_task(task, jit).used
+    grouped = jit and "train.steps_per_execution=1" not in extra
+    assert steps == (min(expected) if grouped else 1)
+    assert count.batches == [-(-n // steps) for n in expected]
+    assert len(history.history["loss"]) == 6
+    assert (count.begun, count.ended) == (1, 1)  # one training, as in one fit
+
+
+class StopAfter(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.epoch:
+            self.model.stop_training = True
+
+
+@pytest.mark.parametrize("last", [0, 2])
+def test_a_callback_stops_a_curriculum_run_between_and_within_fit_calls(last):
+    # Epochs of 14, then 15 batches: one fit call for epoch 0, one for 1-3.
+    extra = ["train.epochs=4", "train.curriculum=true", "train.batch_size=4"]
+    task = make_task(tiny_recipe("recognition", extra=extra))
+    assert task.epoch_steps() == (14, 15, 15, 15)
+    keras.utils.set_random_seed(0)
+    model = task.build_model()
+    count = BatchCount()
+    history = fitting.fit(model, task, callbacks=[count, StopAfter(last)])
+    assert history.epoch == list(range(last + 1))
+    assert count.iterations == [14, 15, 15][: last + 1]
+    assert (count.begun, count.ended) == (1, 1)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.training.tiny import RECIPE_OF, TINY
 from training import recipes, runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ import keras
 from training import recipes, runs
 
 run_dir, where, epoch = sys.argv[1], sys.argv[2], int(sys.argv[3])
-recipe = recipes.resolve("tiny_dyck_lstm", "small", sys.argv[4:])
+recipe = recipes.resolve(sys.argv[4], "small", sys.argv[5:])
 
 def kill():
     os.kill(os.getpid(), signal.SIGKILL)
@@ -67,9 +68,10 @@ raise SystemExit("not killed")
 """
 
 
-def killed_run(run_dir, where, epoch, overrides):
+def killed_run(run_dir, where, epoch, overrides, name="tiny_dyck_lstm"):
+    arguments = [str(run_dir), where, str(epoch), name, *overrides]
     result = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(run_dir), where, str(epoch), *overrides],
+        [sys.executable, "-c", DRIVER, *arguments],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"},
         capture_output=True,
@@ -111,6 +113,28 @@ def test_resume_keeps_checkpoint_and_early_stopping_state(tmp_path):
     assert len((tmp_path / "clean" / runs.LOG).read_text().splitlines()) == 3
     run_dir = tmp_path / "killed"
     killed_run(run_dir, "batch", 1, overrides)
+    runs.train_run(recipe, run_dir)
+    assert_same_run(run_dir, tmp_path / "clean")
+
+
+@pytest.mark.processes
+def test_resume_of_a_curriculum_run_matches_uninterrupted_run(tmp_path):
+    # Epochs of 27, 29, then 31 batches (fitting.fit_epoch_lengths: a fit call
+    # for each length): killed in the second epoch's call and in the last
+    # call's second epoch, then resumed in grouped XLA calls (auto: up to 27).
+    overrides = [
+        *TINY["recognition"],
+        "train.jit_compile=true",
+        "train.curriculum=true",
+        "train.epochs=6",
+        "train.batch_size=2",
+    ]
+    name = RECIPE_OF["recognition"]
+    recipe = recipes.resolve(name, "small", overrides)
+    runs.train_run(recipe, tmp_path / "clean")
+    run_dir = tmp_path / "killed"
+    for where, epoch in (("batch", 1), ("backup", 2), ("batch", 4)):
+        killed_run(run_dir, where, epoch, overrides, name)
     runs.train_run(recipe, run_dir)
     assert_same_run(run_dir, tmp_path / "clean")
 

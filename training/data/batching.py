@@ -6,7 +6,8 @@
   stateful RNN can carry its state across batches (reset the state at the
   start of each epoch). Targets are the inputs shifted by one token.
 - `epoch_shuffled`: batches of arrays in an order fixed by `(seed, epoch)`,
-  with the `EpochShuffle` callback that tells the dataset the epoch.
+  with the `EpochShuffle` callback that tells the dataset the epoch;
+  `epoch_batches`, how many batches each epoch of a curriculum holds.
 """
 
 from __future__ import annotations
@@ -96,7 +97,9 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
 
     With `lengths` `(N,)` and `limits` `(epochs,)`, epoch e holds only the
     rows whose length is <= `limits[e]` (the last limit after the last
-    epoch): incremental (curriculum) training, `curriculum_limits`.
+    epoch): incremental (curriculum) training, `curriculum_limits`. The
+    dataset's length then changes from epoch to epoch and TensorFlow cannot
+    know it: `epoch_batches` gives it, epoch by epoch, for `model.fit`.
     """
     if (lengths is None) != (limits is None):
         raise ValueError("lengths and limits go together; received only one of them.")
@@ -126,6 +129,20 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
 
     dataset = tf.data.Dataset.range(1).map(permutation).unbatch()
     return dataset.batch(size, drop_remainder=True), EpochShuffle(epoch)
+
+
+def epoch_batches(lengths, limits, batch_size):
+    """The batches of each epoch of `epoch_shuffled(..., lengths=, limits=)`.
+
+    Epoch e holds the full batches of the rows of length <= `limits[e]`
+    (batches of `batch_size`, or of all rows if there are fewer).
+
+    Returns:
+        A tuple of ints, one per limit.
+    """
+    lengths = np.asarray(lengths)
+    size = min(batch_size, len(lengths))
+    return tuple(int((lengths <= limit).sum()) // size for limit in limits)
 
 
 def curriculum_limits(lengths, epochs):

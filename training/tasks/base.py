@@ -105,6 +105,18 @@ class Task:
         dataset, _ = self.train_data()
         return tuple(tf.nest.flatten(dataset.element_spec)[0].shape)
 
+    def epoch_steps(self):
+        """The training batches of each epoch, where they change from epoch to epoch.
+
+        A tuple with one count per epoch of `train.epochs` (an epoch past
+        them has the last one's), for training data whose length TensorFlow
+        cannot know and which changes between epochs (a curriculum's):
+        `training.fitting.fit` tells Keras each epoch's length. None (the
+        default) where every epoch is the training dataset once, of one
+        length.
+        """
+        return None
+
     def validation_callbacks(self):
         """Callbacks that log validation metrics per epoch (`EpochMetrics`).
 

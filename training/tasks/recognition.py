@@ -7,7 +7,7 @@ import numpy as np
 import zoo
 from training import metrics as metrics_lib
 from training.data import dyck, languages, recognition
-from training.data.batching import curriculum_limits
+from training.data.batching import curriculum_limits, epoch_batches
 from training.data.tokenize import Vocabulary
 from training.tasks.base import Task, check_stateless
 
@@ -80,14 +80,25 @@ class RecognitionTask(Task):
         targets = {"next_symbol": next_symbol, "accept": accept}
         return inputs, targets, {"next_symbol": next_mask, "accept": mask}
 
+    def _curriculum(self):
+        """`epoch_shuffled`'s `lengths` and `limits` with `train.curriculum`, or {}."""
+        if not self.recipe["train"]["curriculum"]:
+            return {}
+        lengths = self.arrays["train"].lengths
+        limits = curriculum_limits(lengths, self.recipe["train"]["epochs"])
+        return {"lengths": lengths, "limits": limits}
+
     def train_data(self):
-        order = {}
-        if self.recipe["train"]["curriculum"]:
-            lengths = self.arrays["train"].lengths
-            limits = curriculum_limits(lengths, self.recipe["train"]["epochs"])
-            order = {"lengths": lengths, "limits": limits}
-        dataset, callbacks = self._shuffled(self._columns("train"), **order)
+        columns = self._columns("train")
+        dataset, callbacks = self._shuffled(columns, **self._curriculum())
         return dataset.map(self._as_dicts), callbacks
+
+    def epoch_steps(self):
+        """Each epoch's batches with `train.curriculum` (`batching.epoch_batches`)."""
+        order = self._curriculum()
+        if not order:
+            return None
+        return epoch_batches(**order, batch_size=self.recipe["train"]["batch_size"])
 
     def validation_data(self):
         return self._batched(self._columns("valid")).map(self._as_dicts)

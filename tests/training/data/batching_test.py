@@ -57,6 +57,9 @@ def test_epoch_limits_keep_only_strings_up_to_that_epochs_length():
     # All but the length-9 string are eligible; the fifth waits for an epoch.
     assert len(rows(1)) == 4 and set(rows(1)) < {0, 1, 2, 4, 5}
     assert rows(5) == rows(1)  # after the last epoch, the last limit
+    # what fit tells Keras of each epoch's length
+    assert batching.epoch_batches(lengths, [2, 7], batch_size=2) == (1, 2)
+    assert batching.epoch_batches(lengths, [9], batch_size=10) == (1,)  # all 6
     with pytest.raises(ValueError, match="lengths and limits go together"):
         batching.epoch_shuffled(arrays, batch_size=6, seed=0, lengths=lengths)
     with pytest.raises(ValueError, match="keeps 2 rows, fewer than one batch of 3"):
