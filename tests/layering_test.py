@@ -49,6 +49,7 @@ FLOORS = (
             "training.scoring",
             "training.compile_mode",
             "training.callbacks",
+            "training.sampled_softmax",
             "training.fitting",
         ),
     ),

@@ -197,7 +197,9 @@ def fit(
 ):
     """Compiles `model` for `task.recipe` and fits it on the task's data.
 
-    The optimizer is `make_optimizer`, the loss the task's
+    The model trained is `task.training_model(model)` (`model` itself, or
+    a language model's sampled softmax training view on its weights), the
+    optimizer `make_optimizer`, the loss the task's
     (`task.compile_arguments()`), XLA as `jit_compile` or else as the
     recipe's `train.jit_compile` chooses (`compile_mode.for_task`); op
     determinism follows (`compile_mode.configure_determinism`); steps per
@@ -272,6 +274,7 @@ def fit(
         with strategy.scope():
             model = MultiWorkerModel(model.inputs, model.outputs, name=model.name)
     with strategy.scope():  # the optimizer's variables live where the model's do
+        model = task.training_model(model)
         optimizer = make_optimizer(train, steps_per_epoch)
         if train["precision"] == "mixed_float16":  # float16 gradients underflow
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)

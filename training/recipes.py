@@ -110,6 +110,9 @@ DEFAULTS = {
         "jit_compile": "auto",
         # training steps per compiled call: "auto" (compile_mode's rule) or N
         "steps_per_execution": "auto",
+        # language models: train the decoder on N sampled negative classes a
+        # step (training.sampled_softmax); 0: the full softmax
+        "sampled_softmax": 0,
     },
 }
 
@@ -261,6 +264,13 @@ def check(recipe):
             "train.stateful=false (stateless windows) with train.distribute="
             f"{train['distribute']!r}."
         )
+    sampled = train["sampled_softmax"]
+    if sampled and (kind != "language_model" or train["distribute"] != "none"):
+        raise RecipeError(
+            f"train.sampled_softmax={sampled} samples the output classes of a "
+            "language model on one device; expected 0 (the full softmax) with "
+            f"task.kind {kind!r} and train.distribute={train['distribute']!r}."
+        )
     if train["curriculum"] and kind != "recognition":
         raise RecipeError(
             "train.curriculum feeds recognition strings by length; expected "
@@ -363,6 +373,7 @@ RANGES = {
     ("train", "temperature_min"): Range(0, low_open=True),
     ("train", "stop_below_loss"): Range(0, low_open=True),
     ("train", "max_steps_per_epoch"): Range(1),
+    ("train", "sampled_softmax"): Range(0),
 }
 
 

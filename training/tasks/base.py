@@ -100,6 +100,15 @@ class Task:
             **self._builder_arguments(),
         )
 
+    def training_model(self, model):
+        """The model `training.fitting.fit` compiles and trains: `model` itself.
+
+        A task whose training differs from its evaluation returns a model
+        that shares `model`'s layers and weights (`LanguageModelTask`'s
+        sampled softmax).
+        """
+        return model
+
     def train_shape(self):
         """`(batch, length)` of every training step's input (one static shape)."""
         dataset, _ = self.train_data()

@@ -4,7 +4,7 @@ import functools
 
 import tensorflow as tf
 
-from training import compile_mode, scoring
+from training import compile_mode, sampled_softmax, scoring
 from training import metrics as metrics_lib
 from training.callbacks import ResetStatesEachEpoch
 from training.data import batching, conventions, corpora, tokenize
@@ -22,6 +22,13 @@ class LanguageModelTask(Task):
         self.batch_size = train["batch_size"]
         self.sequence_length = task["sequence_length"]
         super().__init__(recipe, vocabulary)
+        sampled = train["sampled_softmax"]
+        if sampled >= self.vocab_size:
+            raise ValueError(
+                f"train.sampled_softmax={sampled} samples negative classes from "
+                f"the {self.vocab_size}-token vocabulary; expected fewer than "
+                f"{self.vocab_size} (or 0: the full softmax)."
+            )
         # Text is read after an end of line, as the corpus's lines are.
         self.start_id = self.vocabulary.eos_id if self.vocabulary.add_eos else None
 
@@ -84,6 +91,19 @@ class LanguageModelTask(Task):
         stateful = self.stateful if stateful is None else stateful
         batch_size = batch_size or (self.batch_size if stateful else None)
         return super().build_model(stateful, batch_size)
+
+    def training_model(self, model):
+        """`model`, or with `train.sampled_softmax=N` (> 0) `model` trained with a
+        sampled softmax over N log-uniform classes a step
+        (`training.sampled_softmax.SampledSoftmaxModel`); evaluation and the
+        saved model keep the full softmax."""
+        train = self.recipe["train"]
+        if not train["sampled_softmax"]:
+            return model
+        sampler = sampled_softmax.LogUniformSampler(
+            train["sampled_softmax"], self.vocab_size, seed=train["seed"]
+        )
+        return sampled_softmax.SampledSoftmaxModel(model, sampler)
 
     def _tbptt(self, split):
         return batching.tbptt_arrays(
