@@ -8,7 +8,12 @@ WHAT is one of:
                for two runs, the first's advantage after surprises against
                its advantage overall, with a bootstrap interval
     pabs       principal angles between the transition matrices of
-               second-order LSTM, mmRNN and mmLSTM runs
+               second-order LSTM, mmRNN and mmLSTM runs; --init: also of
+               each run at initialization (dashed), the baseline;
+               --across RUN_A RUN_B [RUN ...]: between corresponding
+               matrices of each pair of runs of one architecture (LSTMs
+               too: two trained from two seeds), with --init also between
+               their initial models
     routing    which cell (second-order LSTM) or choice matrix (mmRNN,
                mmLSTM) each token used, and the mean weight per token type
     stack      push/pop/no-op per step of a stack recognizer, and the share
@@ -20,6 +25,7 @@ WHAT is one of:
 """
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
@@ -38,6 +44,7 @@ from training.analysis.loading import (
 from zoo.checks import check_number, check_positive_int
 
 ANALYSES = ("surprisal", "pabs", "routing", "stack", "ldpa", "curves")
+INIT = "@init"  # pabs --init: the key of a run's angles at initialization
 
 
 def run_names(run_dirs):
@@ -104,21 +111,77 @@ def advantage_line(labels, advantage):
     )
 
 
-def analyze_pabs(run_dirs, out, split=None):
-    computed = []
-    for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
-        run = runs.load_run(run_dir)
-        computed.append((name, run.recipe, pabs.pairwise_angles(run.model)))
-    plots.make_out_dir(out)
-    for name, recipe, angles in computed:
-        pabs.plot(
-            angles,
-            out / f"pabs-{name}.png",
-            title=f"Principal angles: {run_label(name, recipe)}",
+def analyze_pabs(run_dirs, out, init=False, across=False):
+    """Writes PABS pictures, `pabs.json` and `pabs-summary.csv`; returns the sets.
+
+    Each set of angles (`pabs.pairwise_angles`' or `pabs.cross_angles`'
+    results) has a key in `pabs.json`: `NAME`, the pairs within each run
+    (`pabs-NAME.png`); with `across`, `A / B`, the corresponding matrices
+    of each pair of runs (`pabs-A-vs-B.png`). With `init` the same is
+    computed for the runs' initial models (`runs.initial_model`), keyed
+    `NAME@init` or `A@init / B@init` and drawn dashed on the same picture.
+    `pabs-summary.csv` has each set's angles pooled (`pabs.summary`).
+    """
+    names = run_names(run_dirs)
+    if across and len(names) < 2:
+        raise ValueError(
+            "pabs --across compares runs pairwise; expected two or more run "
+            f"directories, received {len(names)}."
         )
-    results = {name: angles for name, _, angles in computed}
-    runs.write_json(out / "pabs.json", results)
-    return results
+    suffixes = ("", INIT) if init else ("",)
+    labels, kept = {}, {}  # the models to compare across, or the angles within
+    for run_dir, name in zip(run_dirs, names, strict=True):
+        run = runs.load_run(run_dir)
+        labels[name] = run_label(name, run.recipe)
+        models = {name: run.model}
+        if init:
+            models[name + INIT] = runs.initial_model(run_dir)
+        for key, model in models.items():
+            kept[key] = model if across else pabs.pairwise_angles(model)
+    if across:
+        angles, figures = {}, []
+        for a, b in itertools.combinations(names, 2):
+            for at in suffixes:
+                key = f"{a}{at} / {b}{at}"
+                angles[key] = pabs.cross_angles(kept[a + at], kept[b + at])
+            title = f"Principal angles: {labels[a]} against {labels[b]}"
+            figures.append((f"{a} / {b}", f"pabs-{a}-vs-{b}.png", title))
+    else:
+        angles = kept
+        figures = [
+            (name, f"pabs-{name}.png", f"Principal angles: {labels[name]}")
+            for name in names
+        ]
+    plots.make_out_dir(out)
+    for key, file_name, title in figures:
+        initial = " / ".join(name + INIT for name in key.split(" / "))
+        pabs.plot(angles[key], out / file_name, title, baseline=angles.get(initial))
+    runs.write_json(out / "pabs.json", angles)
+    plots.write_table(
+        out / "pabs-summary.csv",
+        [{"set": key, **pabs.summary(results)} for key, results in angles.items()],
+    )
+    return angles
+
+
+def pabs_lines(angles):
+    """What `pabs` prints: each pair's range and median, then each set's."""
+    lines = []
+    for key, results in angles.items():
+        for a in results:
+            lines.append(
+                f"{key} {a['layer']} {a['group']} {a['pair']}: "
+                f"{min(a['angles']):.1f}-{max(a['angles']):.1f} degrees, "
+                f"median {np.median(a['angles']):.1f}"
+            )
+    for key, results in angles.items():
+        pooled = pabs.summary(results)
+        pairs = f"{pooled['pairs']} pair" + ("s" if pooled["pairs"] > 1 else "")
+        lines.append(
+            f"{key}: median {pooled['median']:.1f} degrees (min {pooled['min']:.1f}, "
+            f"max {pooled['max']:.1f}) over {pooled['angles']} angles of {pairs}"
+        )
+    return lines
 
 
 def analyze_routing(run_dirs, out, split, texts=(), samples=4):
@@ -265,9 +328,24 @@ def main(argv=None):
     parser.add_argument(
         "--column", default="val_wcpa", help="curves: the log.csv column to draw"
     )
+    parser.add_argument(
+        "--init",
+        action="store_true",
+        help="pabs: also the runs at initialization (the baseline, dashed)",
+    )
+    parser.add_argument(
+        "--across",
+        action="store_true",
+        help="pabs: between corresponding matrices of each pair of runs",
+    )
     args = parser.parse_intermixed_args(argv)
     out = Path(args.out)
     try:
+        if args.what != "pabs" and (args.init or args.across):
+            option = "--init" if args.init else "--across"
+            raise ValueError(
+                f"{option} is an option of pabs; received it with {args.what}."
+            )
         plots.check_out_dir(out)  # created once the input has passed its checks
         if args.what == "surprisal":
             result = analyze_surprisal(args.run_dirs, out, args.split, args.fraction)
@@ -277,12 +355,8 @@ def main(argv=None):
             if "advantage" in result:
                 print(advantage_line(result["runs"], result["advantage"]))
         elif args.what == "pabs":
-            for name, angles in analyze_pabs(args.run_dirs, out).items():
-                for a in angles:
-                    print(
-                        f"{name} {a['layer']} {a['group']} {a['pair']}: "
-                        f"{min(a['angles']):.1f}-{max(a['angles']):.1f} degrees"
-                    )
+            angles = analyze_pabs(args.run_dirs, out, args.init, args.across)
+            print("\n".join(pabs_lines(angles)))
         elif args.what == "routing":
             analyze_routing(args.run_dirs, out, args.split, args.text, args.samples)
         elif args.what == "stack":

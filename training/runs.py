@@ -10,7 +10,9 @@ that process) and, after export, `saved_model/`.
   metrics (what `python -m training.train` runs);
 - `load_run(run_dir)` rebuilds the finished run's model from `recipe.json`
   and `vocabulary.json` with the best weights, reading no data (what export,
-  generation, evaluation and analyses start from).
+  generation, evaluation and analyses start from);
+- `initial_model(run_dir)` rebuilds it with the weights it had before its
+  first training step (the baseline of an analysis of trained weights).
 """
 
 import collections
@@ -278,11 +280,8 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
     # Every check before the first write: the run directory's recipe and
     # backup, the data, the model (its options are checked when it is built).
     _backup_to_resume(recipe, run_dir)
-    keras.utils.set_random_seed(recipe["train"]["seed"])
-    task = make_task(recipe)
-    vocabulary = task.vocabulary.to_json()  # reads the data
-    with strategy.scope():
-        model = task.build_model()
+    task, model = _seeded_start(recipe, strategy)  # reads the data
+    vocabulary = task.vocabulary.to_json()
 
     run_dir.mkdir(parents=True, exist_ok=True)
     with lock_run_dir(run_dir), strategy.scope():
@@ -326,6 +325,24 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
         metrics[BACKEND] = backends.describe()
         write_json(run_dir / METRICS, metrics)
     return metrics
+
+
+def _seeded_start(recipe, strategy=None, vocabulary=None):
+    """The task and untrained model of a run of `recipe`, as its first step has them.
+
+    Seeds Python, NumPy and TensorFlow with `train.seed`, makes the task
+    (with `vocabulary`, or its own, read from its data) and builds its model
+    (in `strategy`'s scope, if given): the random draws `train_run` makes
+    before training, in its order, which `initial_model` repeats. Reading
+    the data draws from no global generator (the tasks seed their own), so
+    a saved `vocabulary` gives the same draws as the data; nor does a
+    strategy's scope, so one is not needed to repeat them.
+    """
+    keras.utils.set_random_seed(recipe["train"]["seed"])
+    task = make_task(recipe, vocabulary=vocabulary)
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():
+        model = task.build_model()
+    return task, model
 
 
 def compile_choice(task, backup=None):
@@ -392,6 +409,31 @@ def load_vocabulary(run_dir):
             f"{str(path)!r} cannot be read ({type(error).__name__}: {error}); "
             "expected the vocabulary python -m training.train wrote."
         ) from None
+
+
+def initial_model(run_dir):
+    """The model of a run as it was before its first training step; reads no data.
+
+    Rebuilt from `recipe.json` and `vocabulary.json` with the random draws
+    training made before its first step (`train.seed`, the same order), so
+    every weight equals the run's initial one under the Keras and backend
+    versions it was trained with (their random generators draw the weights;
+    `metrics.json`'s `backend` records the backend's). The baseline of an
+    analysis of trained weights, such as PABS.
+    Needs no `best.keras`, so an unfinished run has one too. Seeds the global
+    random generators as training does.
+
+    Returns:
+        The stateless model (any batch size), as `load_run`'s, with the
+        initial weights; a second-order LSTM keeps its initial temperature
+        (not `train.eval_temperature`).
+    """
+    run_dir = check_run(run_dir, needs=(RECIPE, VOCABULARY))
+    recipe = read_recipe(run_dir / RECIPE)
+    task, model = _seeded_start(recipe, vocabulary=load_vocabulary(run_dir))
+    stateless = task.build_model(stateful=False)  # a stateful one takes one batch
+    stateless.set_weights(model.get_weights())
+    return stateless
 
 
 def load_run(run_dir, precision=None):

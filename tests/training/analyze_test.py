@@ -5,14 +5,19 @@ import keras
 import pytest
 
 from training import analyze, recipes, runs, syntax
+from training.analysis import pabs
 from training.tasks import make_task
 
 TEXT = "the cat sat on the mat\nthe dog sat on the log\nno dogs sat\n" * 20
 
 
-def make_run(tmp_path, name, recipe_name, overrides=()):
-    """A run directory as training leaves it, with untrained weights (no fit)."""
-    keras.utils.set_random_seed(0)
+def make_run(tmp_path, name, recipe_name, overrides=(), seed=0):
+    """A run directory as training leaves it, with untrained weights (no fit).
+
+    The weights are drawn from `seed`, not the recipe's `train.seed`: they
+    are not the run's initial ones (`runs.initial_model`).
+    """
+    keras.utils.set_random_seed(seed)
     recipe = recipes.resolve(recipe_name, "small", list(overrides))
     task = make_task(recipe)
     run_dir = tmp_path / name
@@ -32,12 +37,15 @@ def corpus(tmp_path):
     return folder
 
 
-def language_model(tmp_path, corpus, name, cell, level="word", options="{}"):
+def language_model(
+    tmp_path, corpus, name, cell, level="word", options="{}", seed=0, train_seed=0
+):
     return make_run(
         tmp_path,
         name,
         "ptb_word_lstm",
         [
+            f"train.seed={train_seed}",
             f"task.corpus=file:{corpus}",
             f"task.level={level}",
             f"model.cell={cell}",
@@ -49,6 +57,7 @@ def language_model(tmp_path, corpus, name, cell, level="word", options="{}"):
             "task.sequence_length=10",
             "train.batch_size=2",
         ],
+        seed=seed,
     )
 
 
@@ -82,6 +91,89 @@ def test_pabs_and_routing_of_a_second_order_run(tmp_path, corpus):
     table = (out / "routing-so.csv").read_text().splitlines()
     assert table[0] == "layer,group,token,count,winner,weight_0,weight_1,weight_2"
     assert any(line.split(",")[2] == "sat" for line in table[1:])
+
+
+def json_of(value):
+    return json.loads(json.dumps(value))
+
+
+def test_pabs_init_draws_each_run_at_initialization(tmp_path, corpus, capsys):
+    run = language_model(
+        tmp_path,
+        corpus,
+        "so",
+        "second_order_lstm",
+        options='{"num_cells": 3}',
+        train_seed=5,
+    )
+    out = tmp_path / "o"
+    assert analyze.main(["pabs", str(run), "--init", "--out", str(out)]) == 0
+    angles = json.loads((out / "pabs.json").read_text())
+    assert set(angles) == {"so", "so@init"}
+    initial = pabs.pairwise_angles(runs.initial_model(run))
+    assert angles["so@init"] == json_of(initial) != angles["so"]
+    assert angles["so"] == json_of(pabs.pairwise_angles(runs.load_run(run).model))
+    assert (out / "pabs-so.png").is_file() and not (out / "pabs-so@init.png").exists()
+    summary = (out / "pabs-summary.csv").read_text().splitlines()
+    assert summary[0] == "set,pairs,angles,min,median,max"
+    assert [line.split(",")[:3] for line in summary[1:]] == [
+        ["so", "3", "12"],
+        ["so@init", "3", "12"],
+    ]
+    printed = capsys.readouterr().out.splitlines()
+    assert "so@init second_order_lstm_0 cells cell 0 / cell 1: " in printed[3]
+    assert ", median " in printed[3]
+    assert printed[6].startswith("so: median ")
+    assert printed[7].startswith("so@init: median ")
+    assert printed[7].endswith(" over 12 angles of 3 pairs")
+
+
+def test_pabs_across_two_lstm_runs(tmp_path, corpus, capsys):
+    made = [  # weights from 1 and 2, initial weights from train.seed 3 and 4
+        language_model(tmp_path, corpus, name, "lstm", seed=seed, train_seed=seed + 2)
+        for name, seed in (("a", 1), ("b", 2))
+    ]
+    out = tmp_path / "o"
+    argv = ["pabs", "--across", *map(str, made), "--init", "--out", str(out)]
+    assert analyze.main(argv) == 0
+    angles = json.loads((out / "pabs.json").read_text())
+    assert set(angles) == {"a / b", "a@init / b@init"}
+    a, b = (runs.load_run(run).model for run in made)
+    assert angles["a / b"] == json_of(pabs.cross_angles(a, b))
+    a, b = map(runs.initial_model, made)
+    assert angles["a@init / b@init"] == json_of(pabs.cross_angles(a, b))
+    assert angles["a@init / b@init"] != angles["a / b"]
+    (result,) = angles["a / b"]
+    assert (result["layer"], result["group"], result["pair"]) == (
+        "lstm_0",
+        "cell",
+        "recurrent kernel",
+    )
+    assert result["rank"] == 4 and min(result["angles"]) > 0
+    assert (out / "pabs-a-vs-b.png").is_file()
+    printed = capsys.readouterr().out
+    assert "a / b lstm_0 cell recurrent kernel: " in printed
+    assert "\na@init / b@init: median " in printed
+    assert printed.endswith(" over 4 angles of 1 pair\nwrote " + str(out) + "\n")
+
+
+def test_pabs_across_other_architectures_is_one_line(tmp_path, corpus, capsys):
+    so = language_model(
+        tmp_path, corpus, "so", "second_order_lstm", options='{"num_cells": 2}'
+    )
+    lm = language_model(tmp_path, corpus, "lm", "lstm")
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(SystemExit) as exit_:
+        analyze.main(
+            ["pabs", "--across", str(lm), str(so), "--out", str(tmp_path / "o")]
+        )
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1, error
+    assert "compares models of one architecture" in error
+    assert "lstm_0 cell: 1 x (16, 4) and " in error
+    assert "second_order_lstm_0 cells: 2 x (16, 4)." in error
+    assert sorted(tmp_path.rglob("*")) == before
 
 
 def test_stack_and_ldpa(tmp_path, capsys):
@@ -177,6 +269,10 @@ def test_syntax_on_a_json_lines_suite(tmp_path, corpus, capsys):
     "command, message",
     [
         (["pabs", "{lm}"], "second_order_lstm, mmrnn or mmlstm"),
+        (["pabs", "{lm}", "--init"], "second_order_lstm, mmrnn or mmlstm"),
+        (["pabs", "--across", "{lm}"], "expected two or more run directories"),
+        (["surprisal", "{lm}", "--init"], "--init is an option of pabs;"),
+        (["ldpa", "{lm}", "--across"], "--across is an option of pabs;"),
         (["stack", "{lm}"], "stack needs a run of task kind recognition"),
         (["ldpa", "{lm}"], "ldpa needs a run of task kind dyck or closing_bracket"),
         (["surprisal", "{lm}", "--split", "train"], "Unknown split 'train'"),

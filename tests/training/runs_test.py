@@ -45,6 +45,53 @@ def test_load_run_reads_no_data(dyck_run, language_model_run, no_data):
         assert run.task.build_model(stateful=True, batch_size=2).count_params() > 0
 
 
+class FirstWeights(keras.callbacks.Callback):
+    """Keeps the weights the model has when training begins (before any step)."""
+
+    def on_train_begin(self, logs=None):
+        self.weights = self.model.get_weights()
+
+
+def test_initial_model_has_the_weights_training_started_from(
+    tmp_path, text_file, request
+):
+    # A stateful second-order LSTM language model with output dropout: the
+    # data read for the vocabulary, the dropout's seed and the cells' kernels
+    # all come between seeding and the first step.
+    recipe = tiny_recipe(
+        "language_model",
+        text_file,
+        [
+            "model.cell=second_order_lstm",
+            'model.options={"num_cells": 2}',
+            "train.epochs=1",
+            "train.max_steps_per_epoch=1",
+            "train.seed=3",
+        ],
+    )
+    assert recipe["train"]["stateful"] and recipe["model"]["output_dropout"] > 0
+    first = FirstWeights()
+    runs.train_run(recipe, tmp_path / "run", callbacks=[first])
+    request.getfixturevalue("no_data")  # rebuilt from the run, not the data
+    initial = runs.initial_model(tmp_path / "run").get_weights()
+    trained = runs.load_run(tmp_path / "run").model.get_weights()
+    assert len(initial) == len(first.weights) == len(trained)
+    for rebuilt, started in zip(initial, first.weights, strict=True):
+        np.testing.assert_array_equal(rebuilt, started)
+    assert any(not np.array_equal(a, b) for a, b in zip(initial, trained, strict=True))
+
+    other = tmp_path / "other-seed"  # the same run but for its seed: no training
+    other.mkdir()
+    recipe["train"]["seed"] = 4
+    runs.write_json(other / runs.RECIPE, recipe)
+    (other / runs.VOCABULARY).write_text(
+        (tmp_path / "run" / runs.VOCABULARY).read_text()
+    )
+    for a, b in zip(initial, runs.initial_model(other).get_weights(), strict=True):
+        if a.ndim == 2:  # embeddings and kernels are drawn; biases are set
+            assert not np.array_equal(a, b)
+
+
 def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path):
     # Without XLA (op determinism on); resume_test kills compiled runs.
     recipe = tiny_recipe("dyck", extra=["train.epochs=3", "train.jit_compile=false"])

@@ -14,11 +14,22 @@ Which subspace:
   for any pair. For square matrices the subspace compared is the span of the
   top `units // 2` left singular vectors (the dominant directions), unless
   `rank` says otherwise. For mmLSTM the pairs are within each gate.
+- LSTM: its one recurrent kernel (`4 * units x units`, as a second-order
+  cell's), so no pair within a model; it is compared across models.
+
+Within one model (`pairwise_angles`) the angles say how far apart its
+matrices are; the baselines that make that a comparison are the same
+pairs at initialization (`training.runs.initial_model`) and the angles
+between corresponding matrices of two models of one architecture
+(`cross_angles`), such as two LSTMs trained from different seeds.
 """
 
 import itertools
 
+import keras
 import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from training import plots
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
@@ -70,13 +81,16 @@ def principal_angles(a, b, rank=None):
 
 
 def transition_matrices(model):
-    """The transition matrices of every second-order or multi-matrix cell in `model`.
+    """The transition matrices of every LSTM, second-order or multi-matrix cell.
 
     Returns:
-        A list of `(layer, group, {label: matrix})`, each matrix the map
-        from `h_{t-1}` to pre-activations (`(outputs, units)`), one entry per
-        set of matrices compared pairwise: a second-order layer's cells, an
-        mmRNN layer's choices, each gate of an mmLSTM layer.
+        A list of `(layer, group, {label: matrix})` in the order of `model`'s
+        layers, each matrix the map from `h_{t-1}` to pre-activations
+        (`(outputs, units)`), one entry per set of matrices compared
+        pairwise: a second-order layer's cells, an mmRNN layer's choices,
+        each gate of an mmLSTM layer, an LSTM layer's one recurrent kernel
+        (`keras.layers.LSTMCell`; group `"cell"`, label
+        `"recurrent kernel"`).
 
     Raises:
         ValueError: `model` has none of these cells.
@@ -100,12 +114,37 @@ def transition_matrices(model):
                     f"W[{i}]": blocks[start + i].T for i in range(cell.num_choices)
                 }
                 found.append((layer.name, name, matrices))
+        elif isinstance(cell, keras.layers.LSTMCell):
+            kernel = cell.recurrent_kernel.numpy()  # [units, 4 units]
+            found.append((layer.name, "cell", {"recurrent kernel": kernel.T}))
     if not found:
         raise ValueError(
-            "PABS needs a model with second_order_lstm, mmrnn or mmlstm layers; "
-            f"this model ({model.name}) has none."
+            "PABS needs a model with lstm, second_order_lstm, mmrnn or mmlstm "
+            f"layers; this model ({model.name}) has none."
         )
     return found
+
+
+def compared_rank(matrix, rank=None):
+    """The dimension of `matrix`'s subspace that PABS compares (`subspace_basis`).
+
+    `rank` if given; otherwise the whole range (None) of a non-square
+    matrix and the top `units // 2` directions of a square one (see the
+    module docstring).
+    """
+    if rank is None and matrix.shape[0] == matrix.shape[1]:
+        return max(1, matrix.shape[1] // 2)
+    return rank
+
+
+def _result(layer, group, pair, angles):
+    return {
+        "layer": layer,
+        "group": group,
+        "pair": pair,
+        "rank": len(angles),
+        "angles": angles,
+    }
 
 
 def pairwise_angles(model, rank=None):
@@ -117,36 +156,126 @@ def pairwise_angles(model, rank=None):
     Returns:
         A list of dicts: `layer`, `group`, `pair` ("cell 0 / cell 1"),
         `rank` and `angles` (degrees, ascending).
+
+    Raises:
+        ValueError: `model` has no set of two or more matrices (an LSTM
+            has one per layer: compare two models with `cross_angles`).
     """
     results = []
     for layer, group, matrices in transition_matrices(model):
         for (name_a, a), (name_b, b) in itertools.combinations(matrices.items(), 2):
-            used = rank
-            if used is None and a.shape[0] == a.shape[1]:
-                used = max(1, a.shape[1] // 2)
-            angles = principal_angles(a, b, used)
-            results.append(
-                {
-                    "layer": layer,
-                    "group": group,
-                    "pair": f"{name_a} / {name_b}",
-                    "rank": len(angles),
-                    "angles": angles,
-                }
-            )
+            angles = principal_angles(a, b, compared_rank(a, rank))
+            results.append(_result(layer, group, f"{name_a} / {name_b}", angles))
+    if not results:
+        raise ValueError(
+            "PABS within one model needs second_order_lstm, mmrnn or mmlstm "
+            f"layers (several transition matrices each); this model "
+            f"({model.name}) has one per layer: compare it with another model "
+            "of its architecture (cross_angles; python -m training.analyze pabs "
+            "--across)."
+        )
     return results
 
 
-def plot(results, path, title="Principal angles between transition matrices"):
-    """Angle against principal-vector index, one curve per pair."""
+def _architecture(found):
+    """What `cross_angles` pairs on: each set's group, labels and shapes."""
+    return [
+        (group, [(label, matrix.shape) for label, matrix in matrices.items()])
+        for _, group, matrices in found
+    ]
+
+
+def _describe(found):
+    """`transition_matrices`'s sets in a few words: `lstm_0 cell: 1 x (16, 4)`."""
+    return ", ".join(
+        f"{layer} {group}: {len(matrices)} x {next(iter(matrices.values())).shape}"
+        for layer, group, matrices in found
+    )
+
+
+def cross_angles(model_a, model_b, rank=None):
+    """Principal angles between corresponding transition matrices of two models.
+
+    Each matrix of `model_a`'s `transition_matrices` against the one in the
+    same place in `model_b`'s (LSTM layer against LSTM layer, cell `s`
+    against cell `s`, choice `i` against choice `i`), at the rank
+    `pairwise_angles` uses (`compared_rank`). A model against itself is at
+    0 degrees; two models trained from different seeds give the baseline
+    for the angles within one.
+
+    Returns:
+        A list of dicts as `pairwise_angles`'s, `layer` being `model_a`'s
+        layer and `pair` the matrix's label ("cell 0").
+
+    Raises:
+        ValueError: the models' transition matrices differ in number, kind
+            or shape (the message names both).
+    """
+    found_a, found_b = transition_matrices(model_a), transition_matrices(model_b)
+    if _architecture(found_a) != _architecture(found_b):
+        raise ValueError(
+            "Cross-model PABS compares models of one architecture; received "
+            f"{model_a.name} with {_describe(found_a)} and {model_b.name} with "
+            f"{_describe(found_b)}."
+        )
+    results = []
+    for (layer, group, matrices_a), (_, _, matrices_b) in zip(
+        found_a, found_b, strict=True
+    ):
+        for label, a in matrices_a.items():
+            angles = principal_angles(a, matrices_b[label], compared_rank(a, rank))
+            results.append(_result(layer, group, label, angles))
+    return results
+
+
+def summary(results):
+    """The angles of a set of `results` pooled: `pairs`, `angles`, `min`,
+    `median` and `max` (degrees), one line of a comparison."""
+    angles = [angle for result in results for angle in result["angles"]]
+    return {
+        "pairs": len(results),
+        "angles": len(angles),
+        "min": float(np.min(angles)),
+        "median": float(np.median(angles)),
+        "max": float(np.max(angles)),
+    }
+
+
+def plot(
+    results,
+    path,
+    title="Principal angles between transition matrices",
+    baseline=None,
+    baseline_label="at initialization",
+):
+    """Angle against principal-vector index, one curve per pair.
+
+    `baseline`: results of the same pairs in the same order (the model at
+    initialization), drawn dashed in each pair's colour and named
+    `baseline_label` in the legend.
+    """
     fig, ax = plots.figure(title, "principal vector index", "principal angle (degrees)")
     several_layers = len({r["layer"] for r in results}) > 1
-    for result in results:
+    dashed = [None] * len(results) if baseline is None else baseline
+    for result, base in zip(results, dashed, strict=True):
         label = f"{result['group']}: {result['pair']}"
         if several_layers:
             label = f"{result['layer']} {label}"
-        ax.plot(range(1, len(result["angles"]) + 1), result["angles"], label=label)
+        (line,) = ax.plot(
+            range(1, len(result["angles"]) + 1), result["angles"], label=label
+        )
+        if base is not None:
+            angles = base["angles"]
+            ax.plot(range(1, len(angles) + 1), angles, "--", color=line.get_color())
+    handles, _ = ax.get_legend_handles_labels()
+    if baseline is not None:
+        handles.append(
+            Line2D(
+                [], [], color="grey", linestyle="--", label=f"dashed: {baseline_label}"
+            )
+        )
     ax.set_ylim(0, 90)
     ax.set_yticks(range(0, 91, 15))
-    ax.legend(fontsize=7, ncol=2 if len(results) > 8 else 1)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(handles=handles, fontsize=7, ncol=2 if len(handles) > 8 else 1)
     return plots.save(fig, path)
