@@ -7,10 +7,12 @@ from pathlib import Path
 
 import h5py
 import keras
+import numpy as np
 
 import zoo
 from zoo.cells.second_order import second_order_cells
 from zoo.checks import check_number, check_positive_int
+from zoo.walk import walk_layers
 
 
 class ResetStatesEachEpoch(keras.callbacks.Callback):
@@ -193,18 +195,42 @@ def _state_of(callback):
     return None
 
 
+def seed_generators(model):
+    """Every `keras.random.SeedGenerator` of `model`'s layers, each once, in a
+    fixed order (the layers' as `zoo.walk.walk_layers` yields them).
+
+    What a training step draws its random numbers from: the masks of
+    `Dropout` layers and of dropout inside Keras's recurrent cells, the
+    DiffStk cells' state noise, a sampled softmax's classes. Keras lists a
+    generator's state among `model.variables` but not `model.weights`, so
+    neither weight files nor `BackupAndRestore` keep it. (Keras's global
+    generator, for random ops given no seed, is left out: no layer here
+    draws from it.)
+    """
+    found = {}
+    for layer in walk_layers(model, include_self=True):
+        for generator in layer._seed_generators:
+            # On JAX, recurrent state is listed there too (`zoo.carry_state_on_jax`).
+            if isinstance(generator, keras.random.SeedGenerator):
+                found.setdefault(id(generator), generator)
+    return list(found.values())
+
+
 class RunBackup(keras.callbacks.BackupAndRestore):
     """`BackupAndRestore` that resumes exactly where an uninterrupted run would be.
 
     Keras's backup keeps the weights, optimizer and epoch; this one also keeps
     the state of the other callbacks (`ModelCheckpoint`'s best value,
-    `EarlyStopping`'s and `ReduceLROnPlateau`'s counters, `CALLBACK_STATE`)
-    and the size `log_path` had, and commits them atomically at each epoch
-    end: the weights go to `epoch-N.weights.h5`, then
+    `EarlyStopping`'s and `ReduceLROnPlateau`'s counters, `CALLBACK_STATE`),
+    the state of every seed generator of the model (`seed_generators`: the
+    resumed run draws the dropout masks and noise the uninterrupted one
+    would) and the size `log_path` had, and commits them atomically at each
+    epoch end: the weights go to `epoch-N.weights.h5`, then
     `training_metadata.json` naming them is replaced in one `os.replace`, so
     a kill at any point leaves the last whole epoch's backup. It must run
     after the callbacks it tracks (`training.fitting.fit` puts it last).
-    A backup that cannot be read is a one-line `ValueError`.
+    A backup that cannot be read is a one-line `ValueError`; one written
+    before seed generators were kept resumes with the generators as built.
 
     Args:
         backup_dir: The folder of the backup (deleted when training ends).
@@ -263,6 +289,10 @@ class RunBackup(keras.callbacks.BackupAndRestore):
             "batch": self._last_batch_seen,
             "weights": weights.name,
             "callbacks": [_state_of(callback) for callback in self.tracked],
+            "seed_generators": [
+                keras.ops.convert_to_numpy(generator.state).tolist()
+                for generator in seed_generators(self.model)
+            ],
             "log_size": log_size,
             "facts": self.facts,
         }
@@ -299,3 +329,17 @@ class RunBackup(keras.callbacks.BackupAndRestore):
                 if isinstance(getattr(callback, name), int) and value is not None:
                     value = int(value)
                 setattr(callback, name, value)
+        self._load_seed_generators(metadata.get("seed_generators"))
+
+    def _load_seed_generators(self, states):
+        if states is None:  # a backup from before they were kept
+            return
+        generators = seed_generators(self.model)
+        if len(states) != len(generators):
+            raise ValueError(
+                f"Backup {self.backup_dir!r} holds the state of {len(states)} seed "
+                f"generators; expected {len(generators)}, the model's (delete it "
+                "to start afresh)."
+            )
+        for generator, state in zip(generators, states, strict=True):
+            generator.state.assign(np.asarray(state, dtype=generator.state.dtype))

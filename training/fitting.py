@@ -207,11 +207,14 @@ def fit(
     `train.steps_per_execution` chooses (`compile_mode.steps_for_task`). The
     data are `task.train_data()` (with the callbacks they need, such as the
     epoch-keyed shuffle's) and `task.validation_data()`; with
-    `train.max_steps_per_epoch` the training data repeat and each epoch is
-    that many steps. Where the epochs' lengths differ (`task.epoch_steps()`,
-    a curriculum's), each epoch trains on its own batches once
-    (`fit_epoch_lengths`). The callbacks are the task's per-epoch validation
-    metrics (`task.validation_callbacks()`, e.g. `val_wcpa`), `callbacks`,
+    `train.max_steps_per_epoch` the task's training data are an endless
+    stream and each epoch is that many steps of it, fixed by the epoch's
+    number (`training.data.batching.capped_epochs`), so a resumed run reads
+    what an uninterrupted one does. Where the epochs' lengths differ
+    (`task.epoch_steps()`, a curriculum's), each epoch trains on its own
+    batches once (`fit_epoch_lengths`). The callbacks are the task's
+    per-epoch validation metrics (`task.validation_callbacks()`, e.g.
+    `val_wcpa`), `callbacks`,
     the data's, then the recipe's (`schedule_callbacks`); a
     `training.callbacks.RunBackup` among them runs last and saves the
     others' state with its backup. With
@@ -263,9 +266,8 @@ def fit(
     train_data, data_callbacks = task.train_data()
     steps = train["max_steps_per_epoch"]
     epoch_steps = task.epoch_steps() if steps is None else None
-    if steps is not None:
+    if steps is not None:  # the task's data are an endless stream
         steps_per_epoch = steps
-        train_data = train_data.repeat()
     elif epoch_steps is not None:
         steps_per_epoch = epoch_steps
     else:

@@ -1,3 +1,5 @@
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -5,9 +7,12 @@ import pytest
 from training.callbacks import (
     EpochMetrics,
     ResetStatesEachEpoch,
+    RunBackup,
     StopBelowLoss,
     TemperatureAnnealing,
+    seed_generators,
 )
+from training.sampled_softmax import LogUniformSampler, SampledSoftmaxModel
 from zoo.cells.second_order import SecondOrderLSTMCell, second_order_cells
 
 
@@ -167,3 +172,94 @@ def test_reset_states_zeroes_the_training_state_every_n_batches(every, zero):
 def test_reset_states_every_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="`every` must be a positive integer"):
         ResetStatesEachEpoch(0)
+
+
+def test_seed_generators_are_every_layers_once():
+    # Dropout layers, a Keras cell (LSTMCell makes one, for its own dropout)
+    # in a Bidirectional layer, a nested model and a sampled softmax's sampler.
+    inputs = keras.Input((5,), dtype="int32")
+    x = keras.layers.Embedding(7, 4)(inputs)
+    x = keras.layers.Dropout(0.5)(x)
+    inner = keras.Sequential([keras.layers.Dropout(0.5)])
+    x = keras.layers.Bidirectional(keras.layers.LSTM(3, return_sequences=True))(
+        inner(x)
+    )
+    outputs = keras.layers.Dense(7, name="logits")(keras.layers.Dropout(0.5)(x))
+    model = keras.Model(inputs, outputs)
+    sampled = SampledSoftmaxModel(model, LogUniformSampler(2, 7, seed=0))
+    found = seed_generators(sampled)
+    assert len(found) == len({id(g) for g in found}) == 6  # 3 + 2 cells + 1
+    assert sampled.sampler.seed_generator in found
+    assert len(seed_generators(model)) == 5
+
+
+class Interrupted(Exception):
+    pass
+
+
+def dropout_backup(folder, dropouts=1, drop_key=False):
+    """Fits a dropout model one epoch with a `RunBackup` in `folder` and stops
+    in the second; returns the model and the backup's metadata (without its
+    seed states with `drop_key`, as a backup from before they were kept)."""
+
+    class Interrupt(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == 1:
+                raise Interrupted
+
+    model = keras.Sequential(
+        [keras.Input((4,))]
+        + [keras.layers.Dropout(0.5) for _ in range(dropouts)]
+        + [keras.layers.Dense(1)]
+    )
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(Interrupted):
+        model.fit(
+            np.ones((8, 4), "float32"),
+            np.zeros((8, 1), "float32"),
+            batch_size=2,
+            epochs=2,
+            verbose=0,
+            callbacks=[Interrupt(), RunBackup(folder)],
+        )
+    path = folder / "training_metadata.json"
+    metadata = json.loads(path.read_text())
+    if drop_key:
+        del metadata["seed_generators"]
+        path.write_text(json.dumps(metadata))
+    return model, metadata
+
+
+def restored(model, folder):
+    """Restores the backup in `folder` into `model`, as `fit` does."""
+    backup = RunBackup(folder)
+    backup.set_model(model)
+    backup.on_train_begin()
+    return [g.state.numpy().tolist() for g in seed_generators(model)]
+
+
+def test_run_backup_keeps_the_seed_generators_states(tmp_path):
+    keras.utils.set_random_seed(0)
+    model, metadata = dropout_backup(tmp_path)
+    states = [g.state.numpy().tolist() for g in seed_generators(model)]
+    assert metadata["seed_generators"] == states
+    assert states[0][1] == 4  # a draw per step: 4 steps of epoch 0
+    keras.utils.set_random_seed(1)
+    other, _ = dropout_backup(tmp_path / "other")
+    assert restored(other, tmp_path) == states
+
+
+def test_a_backup_from_before_seed_generators_were_kept_resumes(tmp_path):
+    model, _ = dropout_backup(tmp_path, drop_key=True)
+    other, _ = dropout_backup(tmp_path / "other")
+    before = [g.state.numpy().tolist() for g in seed_generators(other)]
+    assert restored(other, tmp_path) == before  # as built; the weights restored
+    for got, saved in zip(other.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, saved)
+
+
+def test_a_backup_of_another_models_seed_generators_is_one_line(tmp_path):
+    dropout_backup(tmp_path)
+    other, _ = dropout_backup(tmp_path / "other", dropouts=2)
+    with pytest.raises(ValueError, match=r"^Backup .* holds the state of 1 seed "):
+        restored(other, tmp_path)

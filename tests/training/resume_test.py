@@ -1,4 +1,5 @@
-"""A run SIGKILLed anywhere resumes to exactly the files of an uninterrupted run."""
+"""A run SIGKILLed anywhere (or interrupted in its process) resumes to exactly
+the files of an uninterrupted run."""
 
 import json
 import os
@@ -7,17 +8,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
-from tests.training.tiny import RECIPE_OF, TINY
+from tests.training.tiny import RECIPE_OF, TINY, tiny_recipe
 from training import recipes, runs
+from training.callbacks import RunBackup
 
 ROOT = Path(__file__).resolve().parents[2]
 # With these the validation loss goes up in epoch 1 (1.165, 1.218, 0.942), so
 # a resume that forgot ModelCheckpoint's best or EarlyStopping's counter would
-# save epoch 1 as the best model or train on. (max_steps_per_epoch=null: with
-# it, the batches of an epoch depend on where the last one stopped reading.)
+# save epoch 1 as the best model or train on. (max_steps_per_epoch=null: an
+# epoch is the whole training set; capped epochs are tested below.)
 OVERRIDES = [
     "train.max_steps_per_epoch=null",
     "train.learning_rate=2.0",
@@ -139,6 +142,31 @@ def test_resume_of_a_curriculum_run_matches_uninterrupted_run(tmp_path):
     assert_same_run(run_dir, tmp_path / "clean")
 
 
+@pytest.mark.processes
+def test_resume_after_kills_with_dropout_in_capped_epochs_matches(tmp_path):
+    # The tiny language model with dropout on the embedding and the output,
+    # in epochs of 8 of its 22 batches, compiled with XLA in calls of 4
+    # steps: killed in the second epoch, while writing the backup of the
+    # third (which wraps to the text's start), and in the last.
+    overrides = [
+        *TINY["language_model"],
+        f"task.corpus=file:{varied_text(tmp_path)}",
+        "model.dropout=0.25",
+        "train.max_steps_per_epoch=8",
+        "train.jit_compile=true",
+        "train.steps_per_execution=4",
+        "train.epochs=4",
+    ]
+    name = RECIPE_OF["language_model"]
+    recipe = recipes.resolve(name, "small", overrides)
+    runs.train_run(recipe, tmp_path / "clean")
+    run_dir = tmp_path / "killed"
+    for where, epoch in (("batch", 1), ("backup", 2), ("batch", 3)):
+        killed_run(run_dir, where, epoch, overrides, name)
+    runs.train_run(recipe, run_dir)
+    assert_same_run(run_dir, tmp_path / "clean")
+
+
 @pytest.mark.parametrize("content", [b"", b"not hdf5"])
 def test_unreadable_backup_is_one_line(tmp_path, content):
     recipe = recipes.resolve("tiny_dyck_lstm", "small", ["train.epochs=2"])
@@ -150,3 +178,80 @@ def test_unreadable_backup_is_one_line(tmp_path, content):
     )
     with pytest.raises(ValueError, match=r"^Backup weights .* cannot be read .*afresh"):
         runs.train_run(recipe, tmp_path)
+
+
+# In-process interruptions: an error raised in the middle of an epoch leaves
+# the run directory as a kill there does (the backup of the epoch before).
+
+
+class Interrupted(Exception):
+    pass
+
+
+class Interrupt(keras.callbacks.Callback):
+    """Raises `Interrupted` at the end of batch `batch` (or the group holding
+    it) of epoch `epoch`, before that epoch's backup."""
+
+    def __init__(self, epoch, batch=0):
+        super().__init__()
+        self.at = (epoch, batch)
+        self.epoch = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.epoch == self.at[0] and batch >= self.at[1]:
+            raise Interrupted
+
+
+def interrupted_and_resumed(recipe, folder, epoch, batch=0):
+    """Trains `recipe` uninterrupted, then interrupted in `epoch` and resumed;
+    asserts both end with the same files and weights."""
+    runs.train_run(recipe, folder / "clean")
+    run_dir = folder / "interrupted"
+    with pytest.raises(Interrupted):
+        runs.train_run(recipe, run_dir, callbacks=[Interrupt(epoch, batch)])
+    assert RunBackup.read_metadata(run_dir / runs.BACKUP)["epoch"] == epoch
+    runs.train_run(recipe, run_dir)
+    assert_same_run(run_dir, folder / "clean")
+
+
+def varied_text(folder, words=1000):
+    """A corpus file of random sentences, so no two batches read alike."""
+    rng = np.random.default_rng(0)
+    vocabulary = "the a cat dog bird sat ran saw on under by mat log tree".split()
+    lines, count = [], 0
+    while count < words:
+        length = int(rng.integers(3, 10))
+        lines.append(" ".join(rng.choice(vocabulary, length)))
+        count += length + 1
+    path = folder / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_resumed_run_draws_the_dropout_masks_an_uninterrupted_one_draws(tmp_path):
+    # Dropout on the embedding and before the decoder: each Dropout layer
+    # draws its masks from a seed generator whose state no weight file holds.
+    overrides = ["model.dropout=0.25", "train.max_steps_per_epoch=null"]
+    recipe = tiny_recipe("language_model", varied_text(tmp_path), overrides)
+    assert recipe["model"]["output_dropout"] > 0
+    interrupted_and_resumed(recipe, tmp_path, epoch=1, batch=3)
+
+
+@pytest.mark.parametrize("kind", ["language_model", "dyck"])
+def test_a_resumed_run_reads_the_batches_of_an_uninterrupted_one_in_capped_epochs(
+    kind, tmp_path
+):
+    # Epochs of a few batches of a longer stream: the stateful language
+    # model's 22 batches (in order) in epochs of 8, the tiny Dyck task's 3
+    # (shuffled) in epochs of 2. Epoch 2 starts inside a pass over the data,
+    # which the uninterrupted run reached by reading epochs 0 and 1.
+    if kind == "language_model":
+        overrides = ["model.output_dropout=0", "train.max_steps_per_epoch=8"]
+        recipe = tiny_recipe(kind, varied_text(tmp_path), overrides)
+    else:
+        recipe = recipes.resolve("tiny_dyck_lstm", "small", [])
+    recipe["train"]["epochs"] = 3
+    interrupted_and_resumed(recipe, tmp_path, epoch=2, batch=0)

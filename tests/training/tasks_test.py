@@ -1,13 +1,14 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests.training.data.shared_data import SHARED
 from tests.training.tiny import TINY, tiny_recipe
 from training import recipes
 from training.callbacks import ResetStatesEachEpoch
 from training.data import acceptability, corpora, dyck, files, recognition, tokenize
-from training.data.batching import EpochShuffle, curriculum_limits
+from training.data.batching import DataEpoch, curriculum_limits
 from training.metrics import bracket_prediction_accuracy
 from training.tasks import ClosingBracketTask, make_task
 from zoo.cells.dyck import dyck_rnn_model, set_designed_weights
@@ -18,12 +19,13 @@ K, M = 2, 4
 def test_train_data_comes_with_its_callbacks(text_file):
     dyck_task = make_task(tiny_recipe("dyck"))
     dataset, callbacks = dyck_task.train_data()
-    assert [type(c) for c in callbacks] == [EpochShuffle]
+    assert [type(c) for c in callbacks] == [DataEpoch]
     inputs, targets, mask = next(iter(dataset))
     assert inputs.shape == targets.shape == mask.shape
     assert inputs.shape[0] == dyck_task.recipe["train"]["batch_size"]
 
-    stateful = make_task(tiny_recipe("language_model", text_file))
+    uncapped = ["train.max_steps_per_epoch=null"]
+    stateful = make_task(tiny_recipe("language_model", text_file, uncapped))
     [reset] = stateful.train_data()[1]
     assert type(reset) is ResetStatesEachEpoch and reset.every is None
     every = make_task(
@@ -33,7 +35,26 @@ def test_train_data_comes_with_its_callbacks(text_file):
     stateless = make_task(
         tiny_recipe("language_model", text_file, ["train.stateful=false"])
     )
-    assert [type(c) for c in stateless.train_data()[1]] == [EpochShuffle]
+    assert [type(c) for c in stateless.train_data()[1]] == [DataEpoch]
+
+
+@pytest.mark.parametrize("kind", sorted(TINY))
+def test_capped_epochs_read_an_endless_stream_from_where_the_epoch_begins(
+    kind, text_file
+):
+    # train.max_steps_per_epoch=2: epoch 3 starts at the stream's batch 6,
+    # whether the run read epochs 0 to 2 first or resumed there.
+    recipe = tiny_recipe(kind, text_file, ["train.max_steps_per_epoch=2"])
+    dataset, callbacks = make_task(recipe).train_data()
+    assert dataset.cardinality() == tf.data.INFINITE_CARDINALITY
+    [epoch] = [c for c in callbacks if isinstance(c, DataEpoch)]
+
+    def first_inputs(start, batches):
+        epoch.on_epoch_begin(start)
+        flat = (tf.nest.flatten(batch)[0] for batch in dataset.take(batches))
+        return [x.numpy().tolist() for x in flat]
+
+    assert first_inputs(0, 7)[6] == first_inputs(3, 1)[0]
 
 
 def test_a_task_reads_its_data_only_when_asked(monkeypatch):

@@ -6,8 +6,10 @@
   stateful RNN can carry its state across batches (reset the state at the
   start of each epoch). Targets are the inputs shifted by one token.
 - `epoch_shuffled`: batches of arrays in an order fixed by `(seed, epoch)`,
-  with the `EpochShuffle` callback that tells the dataset the epoch;
-  `epoch_batches`, how many batches each epoch of a curriculum holds.
+  with the `DataEpoch` callback that tells the dataset the epoch;
+  `epoch_batches`, how many batches each epoch of a curriculum holds;
+- `capped_epochs`: epochs of a few batches of an endless stream
+  (`train.max_steps_per_epoch`), each epoch's batches fixed by its number.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def tbptt_arrays(ids, batch_size, sequence_length, drop_remainder=True):
     ]
 
 
-class EpochShuffle(keras.callbacks.Callback):
-    """Sets the epoch a seeded, epoch-keyed shuffle reads (see `epoch_shuffled`)."""
+class DataEpoch(keras.callbacks.Callback):
+    """Tells an epoch-keyed dataset the epoch that begins (`epoch_shuffled`,
+    `capped_epochs`)."""
 
     def __init__(self, epoch_variable):
         super().__init__()
@@ -81,14 +84,16 @@ class EpochShuffle(keras.callbacks.Callback):
         self.epoch_variable.assign(epoch)
 
 
-def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
+def epoch_shuffled(
+    arrays, batch_size, seed, *, lengths=None, limits=None, steps_per_epoch=None
+):
     """A dataset of `arrays` batches in an order fixed by `(seed, epoch)`.
 
     Unlike `Dataset.shuffle`, whose order depends on how many times the
     dataset was iterated in this process, the order here is a function of the
     epoch number alone, so a run resumed by `BackupAndRestore` sees the same
     batches as an uninterrupted one. Returns the dataset and the
-    `EpochShuffle` callback that tells it the epoch; pass both to `fit`.
+    `DataEpoch` callback that tells it the epoch; pass both to `fit`.
 
     Every batch holds `batch_size` rows (all rows, if there are fewer): the
     rows left over after the last full batch of an epoch wait for the next
@@ -100,6 +105,10 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
     epoch): incremental (curriculum) training, `curriculum_limits`. The
     dataset's length then changes from epoch to epoch and TensorFlow cannot
     know it: `epoch_batches` gives it, epoch by epoch, for `model.fit`.
+
+    With `steps_per_epoch` (`train.max_steps_per_epoch`), epochs are instead
+    that many batches of an endless stream of passes over the rows, pass p
+    in epoch p's order (and with epoch p's limit): `capped_epochs`.
     """
     if (lengths is None) != (limits is None):
         raise ValueError("lengths and limits go together; received only one of them.")
@@ -118,17 +127,61 @@ def epoch_shuffled(arrays, batch_size, seed, *, lengths=None, limits=None):
         lengths = tf.constant(np.asarray(lengths, dtype=np.int64))
         limits = tf.constant(np.asarray(limits, dtype=np.int64))
 
-    def permutation(_):
+    def rows_of(key):  # the rows of epoch `key`, in its order
         order = tf.random.experimental.stateless_shuffle(
-            tf.range(count), seed=tf.stack([tf.constant(seed, tf.int64), epoch])
+            tf.range(count), seed=tf.stack([tf.constant(seed, tf.int64), key])
         )
         if limits is not None:
-            limit = tf.gather(limits, tf.minimum(epoch, tf.size(limits, tf.int64) - 1))
+            limit = tf.gather(limits, tf.minimum(key, tf.size(limits, tf.int64) - 1))
             order = tf.boolean_mask(order, tf.gather(lengths, order) <= limit)
         return tuple(tf.gather(t, order) for t in tensors)
 
-    dataset = tf.data.Dataset.range(1).map(permutation).unbatch()
-    return dataset.batch(size, drop_remainder=True), EpochShuffle(epoch)
+    def one_pass(key):  # the batches of epoch `key`
+        rows = tf.data.Dataset.from_tensor_slices(rows_of(key))
+        return rows.batch(size, drop_remainder=True)
+
+    def passes(first):  # passes first, first + 1, ...: pass p in epoch p's order
+        return tf.data.Dataset.range(first, tf.int64.max).flat_map(one_pass)
+
+    if steps_per_epoch is not None:
+        pass_batches = count // size if limits is None else None
+        return capped_epochs(passes, steps_per_epoch, pass_batches)
+    dataset = tf.data.Dataset.range(1).map(lambda _: rows_of(epoch)).unbatch()
+    return dataset.batch(size, drop_remainder=True), DataEpoch(epoch)
+
+
+def capped_epochs(passes, steps_per_epoch, pass_batches=None):
+    """Epochs of `steps_per_epoch` batches, one after another, of an endless stream.
+
+    The stream is `passes(0)`, where `passes(p)` (`p` an int64 scalar
+    tensor) is the dataset of passes p, p + 1, ... over the training data,
+    endless. Epoch e holds the stream's batches `e * steps_per_epoch` to
+    `(e + 1) * steps_per_epoch - 1`, as with Keras reading a repeated
+    dataset for `steps_per_epoch` (`train.max_steps_per_epoch`), so an epoch
+    may end inside a pass and the next go on from there.
+
+    An iterator of the dataset returned starts at the first batch of the
+    epoch its `DataEpoch` callback was last told of when the iterator was
+    made. Keras (3.15's `EpochIterator`) makes one iterator for all the
+    epochs of a `fit` with `steps_per_epoch`, after the first epoch's
+    `on_epoch_begin`, so a run resumed at epoch e reads on from batch
+    `e * steps_per_epoch`, as the uninterrupted run did, instead of from
+    the stream's start. With `pass_batches` (every pass's batches, where
+    they are all alike) it starts at the pass that holds that batch;
+    otherwise it reads the passes before it and drops them. Returns the
+    dataset (of infinite cardinality) and the callback; pass both to `fit`.
+    """
+    epoch = tf.Variable(0, dtype=tf.int64, trainable=False)
+
+    def from_epoch(_):
+        start = epoch * steps_per_epoch
+        if pass_batches is None:
+            return passes(tf.constant(0, tf.int64)).skip(start)
+        return passes(start // pass_batches).skip(start % pass_batches)
+
+    stream = tf.data.Dataset.range(1).flat_map(from_epoch)
+    endless = tf.data.experimental.assert_cardinality(tf.data.INFINITE_CARDINALITY)
+    return stream.apply(endless), DataEpoch(epoch)
 
 
 def epoch_batches(lengths, limits, batch_size):

@@ -135,12 +135,21 @@ class Task:
         return []
 
     def _shuffled(self, columns, **order):
-        # `order`: `batching.epoch_shuffled`'s `lengths` and `limits` (curriculum).
+        """The training batches of `columns` and their callbacks, shuffled by epoch.
+
+        `order`: `batching.epoch_shuffled`'s `lengths` and `limits`
+        (curriculum). With `train.max_steps_per_epoch`, the endless stream
+        whose epochs are that many batches (`batching.capped_epochs`).
+        """
         train = self.recipe["train"]
-        dataset, shuffle = batching.epoch_shuffled(
-            columns, train["batch_size"], train["seed"], **order
+        dataset, epoch = batching.epoch_shuffled(
+            columns,
+            train["batch_size"],
+            train["seed"],
+            steps_per_epoch=train["max_steps_per_epoch"],
+            **order,
         )
-        return dataset, [shuffle]
+        return dataset, [epoch]
 
     def _batched(self, columns):
         """The split as one batch: one shape for the compiled test step.

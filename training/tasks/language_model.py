@@ -113,9 +113,17 @@ class LanguageModelTask(Task):
     def train_data(self):
         inputs, targets = self._tbptt("train")
         if self.stateful:  # row b of a batch continues row b of the last one
-            dataset = tf.data.Dataset.from_tensor_slices((inputs, targets))
-            every = self.recipe["train"]["reset_every"]
-            return dataset, [ResetStatesEachEpoch(every)]
+            text = tf.data.Dataset.from_tensor_slices((inputs, targets))
+            train = self.recipe["train"]
+            callbacks = [ResetStatesEachEpoch(train["reset_every"])]
+            steps = train["max_steps_per_epoch"]
+            if steps is None:
+                return text, callbacks
+            # Epochs of `steps` batches of the text, read again and again.
+            stream, epoch = batching.capped_epochs(
+                lambda first: text.repeat(), steps, pass_batches=len(inputs)
+            )
+            return stream, [*callbacks, epoch]
         return self._shuffled(
             (
                 inputs.reshape(-1, self.sequence_length),

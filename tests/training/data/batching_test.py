@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from training.data import batching
 
@@ -66,6 +67,51 @@ def test_epoch_limits_keep_only_strings_up_to_that_epochs_length():
         batching.epoch_shuffled(
             arrays, batch_size=3, seed=0, lengths=lengths, limits=[2, 7]
         )
+
+
+def capped_reads(dataset, callback, first, last, steps):
+    """Each epoch's batches from `first` to `last`, read as Keras reads them:
+    one iterator, made after the first epoch begins; the first column only."""
+    callback.on_epoch_begin(first)
+    iterator = iter(dataset)
+    epochs = []
+    for epoch in range(first, last + 1):
+        callback.on_epoch_begin(epoch)
+        epochs.append([next(iterator)[0].numpy().tolist() for _ in range(steps)])
+    return epochs
+
+
+@pytest.mark.parametrize("curriculum", [False, True])
+def test_capped_epochs_are_fixed_by_their_number(curriculum):
+    # 10 rows in batches of 3 (3 batches a pass, with the curriculum 1 to 3),
+    # epochs of 2 batches: most epochs begin inside a pass.
+    arrays = (np.arange(10), np.arange(10) * 10)
+    order = {}
+    if curriculum:
+        order = {"lengths": np.arange(10) % 5, "limits": [1, 2, 4]}
+    arguments = {"arrays": arrays, "batch_size": 3, "seed": 7, **order}
+    stream, callback = batching.epoch_shuffled(**arguments, steps_per_epoch=2)
+    assert stream.cardinality() == tf.data.INFINITE_CARDINALITY
+    uninterrupted = capped_reads(stream, callback, 0, 6, steps=2)
+    for first in range(1, 7):  # a run resumed at epoch `first`
+        assert capped_reads(stream, callback, first, 6, 2) == uninterrupted[first:]
+    # the stream: pass p over the rows in the order of uncapped epoch p
+    dataset, epoch = batching.epoch_shuffled(**arguments)
+    passes = []
+    for p in range(6):
+        epoch.on_epoch_begin(p)
+        passes += [batch[0].tolist() for batch in dataset.as_numpy_iterator()]
+    assert sum(uninterrupted, []) == passes[:14]
+
+
+def test_capped_epochs_of_one_repeated_dataset():
+    # A stateful language model's batches, in order: epochs of 3 of its 4.
+    text = tf.data.Dataset.from_tensor_slices((np.arange(4), np.arange(4)))
+    stream, callback = batching.capped_epochs(lambda p: text.repeat(), 3, 4)
+    uninterrupted = capped_reads(stream, callback, 0, 4, steps=3)
+    assert sum(uninterrupted, []) == [0, 1, 2, 3] * 3 + [0, 1, 2]
+    for first in range(1, 5):
+        assert capped_reads(stream, callback, first, 4, 3) == uninterrupted[first:]
 
 
 @pytest.mark.parametrize(
