@@ -93,17 +93,23 @@ def assert_same_run(run_dir, clean_dir):
     assert not (run_dir / runs.BACKUP).exists()
 
 
-@pytest.mark.processes
-def test_resume_after_kills_matches_uninterrupted_run(tmp_path):
-    overrides = [*OVERRIDES, "train.epochs=3"]
-    recipe = recipes.resolve("tiny_dyck_lstm", "small", overrides)
+def assert_kills_resume_to_clean(tmp_path, kills, overrides, name="tiny_dyck_lstm"):
+    """Trains the run uninterrupted, then killed at each `(where, epoch)` of
+    `kills` and resumed after each; both must end the same."""
+    recipe = recipes.resolve(name, "small", overrides)
     runs.train_run(recipe, tmp_path / "clean")
     run_dir = tmp_path / "killed"
-    # the first epoch, writing the first backup, a middle epoch, the last one
-    for where, epoch in (("batch", 0), ("backup", 0), ("batch", 1), ("batch", 2)):
-        killed_run(run_dir, where, epoch, overrides)
+    for where, epoch in kills:
+        killed_run(run_dir, where, epoch, overrides, name)
     runs.train_run(recipe, run_dir)
     assert_same_run(run_dir, tmp_path / "clean")
+
+
+@pytest.mark.processes
+def test_resume_after_kills_matches_uninterrupted_run(tmp_path):
+    # the first epoch, writing the first backup, a middle epoch, the last one
+    kills = (("batch", 0), ("backup", 0), ("batch", 1), ("batch", 2))
+    assert_kills_resume_to_clean(tmp_path, kills, [*OVERRIDES, "train.epochs=3"])
 
 
 @pytest.mark.processes
@@ -132,14 +138,8 @@ def test_resume_of_a_curriculum_run_matches_uninterrupted_run(tmp_path):
         "train.epochs=6",
         "train.batch_size=2",
     ]
-    name = RECIPE_OF["recognition"]
-    recipe = recipes.resolve(name, "small", overrides)
-    runs.train_run(recipe, tmp_path / "clean")
-    run_dir = tmp_path / "killed"
-    for where, epoch in (("batch", 1), ("backup", 2), ("batch", 4)):
-        killed_run(run_dir, where, epoch, overrides, name)
-    runs.train_run(recipe, run_dir)
-    assert_same_run(run_dir, tmp_path / "clean")
+    kills = (("batch", 1), ("backup", 2), ("batch", 4))
+    assert_kills_resume_to_clean(tmp_path, kills, overrides, RECIPE_OF["recognition"])
 
 
 @pytest.mark.processes
@@ -157,14 +157,9 @@ def test_resume_after_kills_with_dropout_in_capped_epochs_matches(tmp_path):
         "train.steps_per_execution=4",
         "train.epochs=4",
     ]
+    kills = (("batch", 1), ("backup", 2), ("batch", 3))
     name = RECIPE_OF["language_model"]
-    recipe = recipes.resolve(name, "small", overrides)
-    runs.train_run(recipe, tmp_path / "clean")
-    run_dir = tmp_path / "killed"
-    for where, epoch in (("batch", 1), ("backup", 2), ("batch", 3)):
-        killed_run(run_dir, where, epoch, overrides, name)
-    runs.train_run(recipe, run_dir)
-    assert_same_run(run_dir, tmp_path / "clean")
+    assert_kills_resume_to_clean(tmp_path, kills, overrides, name)
 
 
 @pytest.mark.parametrize("content", [b"", b"not hdf5"])

@@ -80,11 +80,18 @@ def numpy_angles(a, b, rank):
     return np.degrees(np.arccos(np.clip(cosines, -1, 1)))
 
 
-def test_cross_angles_pair_each_matrix_with_its_counterpart():
+def seeded_models(cell, units, seeds, **options):
+    """One small language model of `cell` per seed, each built after
+    `keras.utils.set_random_seed(seed)`."""
     models = []
-    for seed in (5, 6):
+    for seed in seeds:
         keras.utils.set_random_seed(seed)
-        models.append(zoo.language_model("second_order_lstm", 9, 4, num_cells=2))
+        models.append(zoo.language_model(cell, 9, units, **options))
+    return models
+
+
+def test_cross_angles_pair_each_matrix_with_its_counterpart():
+    models = seeded_models("second_order_lstm", 4, (5, 6), num_cells=2)
     results = pabs.cross_angles(*models)
     assert [(r["group"], r["pair"], r["rank"]) for r in results] == [
         ("cells", "cell 0", 4),
@@ -99,10 +106,7 @@ def test_cross_angles_pair_each_matrix_with_its_counterpart():
 
 
 def test_cross_angles_of_square_choices_use_the_top_half():
-    models = []
-    for seed in (7, 8):
-        keras.utils.set_random_seed(seed)
-        models.append(zoo.language_model("mmrnn", 9, 6, num_choices=2))
+    models = seeded_models("mmrnn", 6, (7, 8), num_choices=2)
     results = pabs.cross_angles(*models)
     assert [(r["pair"], r["rank"]) for r in results] == [("W[0]", 3), ("W[1]", 3)]
     a, b = (m.get_layer("mmrnn_0").cell.choice_kernels.numpy() for m in models)
