@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -202,6 +203,24 @@ def test_reproduction_md_is_what_the_records_give():
     updated, names = results.update_document(text, root / "results")
     assert names, "REPRODUCTION.md has no generated table section"
     assert updated == text, "run: python -m training.reproduce --report"
+
+
+VERDICT = re.compile(
+    r"(holds|reversed|within seed spread) \((p [<=] [0-9.e-]+|every seed equal: "
+    r"no difference)\)|one seed: no verdict|not measured|"
+    r"too few seeds \(\d+ and \d+\): no verdict( \(p [<=] [0-9.e-]+\))?"
+)
+CLAIM_LINE = re.compile(
+    r"^\| [^|]+ \| [-0-9.,–]+ vs [-0-9.,–]+ \| (?:[^|]+ \| )?([^|]+) \|$"
+)
+
+
+def test_every_claim_line_of_reproduction_md_follows_the_verdict_rule():
+    """Pasted sections too: no verdict from means alone, each with its p-value."""
+    text = (Path(__file__).parents[2] / "REPRODUCTION.md").read_text()
+    verdicts = [m[1] for m in map(CLAIM_LINE.match, text.splitlines()) if m]
+    assert len(verdicts) > 50
+    assert [v for v in verdicts if not VERDICT.fullmatch(v)] == []
 
 
 def test_the_table_is_made_from_every_record(tiny_table, recorded, tmp_path, capsys):
