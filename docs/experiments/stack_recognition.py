@@ -80,9 +80,7 @@ def palindrome_readings(model, arrays, strings=200):
         length = arrays.lengths[row]
         legal = arrays.legal_next[row, np.arange(length + 1), guesses[: length + 1]]
         every += legal.all()
-        centre = int(
-            np.flatnonzero(arrays.inputs[row] == languages.PALINDROME_MARKER)[0]
-        )
+        centre = int(np.flatnonzero(arrays.inputs[row] == MARKER)[0])
         after = legal[centre:length]  # the guesses of the mirrored symbols
         mirror.extend(after)
         offsets[:, : min(4, len(after))] += [after[:4], np.ones(min(4, len(after)))]
