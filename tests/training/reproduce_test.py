@@ -206,8 +206,9 @@ def test_reproduction_md_is_what_the_records_give():
 
 
 VERDICT = re.compile(
-    r"(holds|reversed|within seed spread) \((p [<=] [0-9.e-]+|every seed equal: "
-    r"no difference)\)|one seed: no verdict|not measured|"
+    r"(holds|within seed spread) \((p [<=] [0-9.e-]+|every seed equal: "
+    r"no difference)\)|reversed \(p [<=] [0-9.e-]+ for the opposite\)|"
+    r"one seed: no verdict|not measured|"
     r"too few seeds \(\d+ and \d+\): no verdict( \(p [<=] [0-9.e-]+\))?"
 )
 CLAIM_LINE = re.compile(
