@@ -79,7 +79,7 @@ def _read_timing(run):
 @contextlib.contextmanager
 def _locked(run_dir):
     """Holds the run directory's lock; yields False if another process has it."""
-    with open(Path(run_dir) / LOCK, "w") as lock:
+    with open(Path(run_dir) / LOCK, "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -94,7 +94,9 @@ def _settle(run, locked=False):
     `timing.json` holds the seconds of finished attempts and, while one is
     under way, its start (wall clock). An attempt that never recorded its
     end counts until `metrics.json` was written, or else until the run
-    directory's last change. A run another process is training (its
+    directory's last change (the lock file is opened for appending, never
+    truncated, so taking the lock to resume does not count the time the
+    run lay killed). A run another process is training (its
     directory locked) is left alone, and so is a timing file that cannot be
     read (`damage` names it).
     """
@@ -205,7 +207,7 @@ class Job:
     def __init__(self, run, threads, backend="tensorflow"):
         self.run = run
         run.run_dir.mkdir(parents=True, exist_ok=True)
-        self.lock = open(run.run_dir / LOCK, "w")
+        self.lock = open(run.run_dir / LOCK, "a")
         try:
             fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -219,8 +221,8 @@ class Job:
             "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
             "KERAS_BACKEND": backend,
         }
+        _settle(run, locked=True)  # before anything here is written
         self.log = open(run.run_dir / LOG, "a")
-        _settle(run, locked=True)
         timing = _read_timing(run) or {"seconds": 0.0}
         self.seconds = timing["seconds"]
         self.attempts = timing.get("attempts", 0) + 1

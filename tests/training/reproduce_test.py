@@ -12,7 +12,14 @@ import pytest
 import scipy.stats
 
 from tests.training.tiny import TINY_TABLE
-from training import compile_mode, reproduce, results, table_schema, table_summary
+from training import (
+    compile_mode,
+    reproduce,
+    results,
+    table_runs,
+    table_schema,
+    table_summary,
+)
 
 BAD_INPUTS = [
     (["no_such_table"], "Unknown table 'no_such_table'"),
@@ -481,6 +488,29 @@ def test_runs_resumes_after_a_kill_and_aggregates(tiny_table, tmp_path):
     assert wide["parameters"] > small["parameters"]
     assert "| small | 50.00 / 60.00 |" in (out / "tiny.md").read_text()
     assert output.count("seed") >= 3  # a line per finished run
+
+
+def test_a_resumed_run_does_not_count_the_time_it_lay_killed(tiny_table, tmp_path):
+    # A run killed 1,000 s ago, 10 s into its first attempt (after 5 s of
+    # earlier attempts), resumed now: the killed attempt counts 10 s.
+    table = table_schema.load_table(str(tiny_table))
+    run = table_schema.make_run(table, table.rows[0], 0, tmp_path / "out")
+    run.run_dir.mkdir(parents=True)
+    killed_at = time.time() - 1000
+    timing = {"seconds": 5.0, "attempts": 1, "started": killed_at - 10}
+    (run.run_dir / "timing.json").write_text(json.dumps(timing))
+    os.utime(run.run_dir / "timing.json", (killed_at - 10, killed_at - 10))
+    for name in (".lock", "train.log", "log.csv"):
+        (run.run_dir / name).write_text("")
+        os.utime(run.run_dir / name, (killed_at, killed_at))
+    job = table_runs.Job(run, threads=1)
+    job.process.kill()
+    job.process.wait()
+    job.log.close()
+    job.release()
+    resumed = json.loads((run.run_dir / "timing.json").read_text())
+    assert resumed["seconds"] == pytest.approx(15.0, abs=0.01)
+    assert resumed["attempts"] == 2
 
 
 @pytest.mark.processes
