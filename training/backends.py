@@ -57,7 +57,11 @@ def is_installed(backend):
 
 
 def missing_message(backend):
-    """The one line that says how to install `backend`'s package."""
+    """The one line that says how to install `backend`'s package.
+
+    It names the interpreter that looked, so that a package installed in
+    another environment than the one running is told apart from a missing one.
+    """
     extra = EXTRAS.get(backend)
     how = (
         f'pip install "rnn-zoo[{extra}]" (from a checkout: pip install ".[{extra}]")'
@@ -66,7 +70,8 @@ def missing_message(backend):
     )
     return (
         f"The Keras backend {backend!r} (KERAS_BACKEND={backend}) needs the "
-        f"{backend} package, which is not installed; install it with: {how}"
+        f"{backend} package, which is not installed for {sys.executable}; "
+        f"install it with: {how}"
     )
 
 

@@ -156,8 +156,8 @@ def test_a_missing_jax_is_one_line_saying_how_to_install_it(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "error: The Keras backend 'jax' (KERAS_BACKEND=jax) needs the jax package, "
-        'which is not installed; install it with: pip install "rnn-zoo[jax]" '
-        '(from a checkout: pip install ".[jax]")'
+        f"which is not installed for {sys.executable}; install it with: "
+        'pip install "rnn-zoo[jax]" (from a checkout: pip install ".[jax]")'
     ]
     assert not (tmp_path / "run").exists()
 
