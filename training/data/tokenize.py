@@ -227,10 +227,15 @@ class Vocabulary:
         if num_oov:
             first = tokens.numpy()[int(np.argmax(unknown))].decode("utf-8", "replace")
             if on_oov == "error" or self.unk_token is None:
+                how = (
+                    f"pass on_oov='unk' to map them to {self.unk_token}"
+                    if self.unk_token is not None
+                    else "this vocabulary has no unknown-token entry to map them to"
+                )
                 raise ValueError(
                     f"{split}: {num_oov} tokens are not in the {len(self)}-token "
-                    f"vocabulary (first: {first!r}); expected only vocabulary tokens "
-                    "(pass on_oov='unk' to map them to <unk>)"
+                    f"vocabulary (first: {first!r}); expected only vocabulary "
+                    f"tokens ({how})"
                 )
             ids = np.where(unknown, self.unk_id, ids)
         return EncodedText(ids.astype(np.int32), num_oov)

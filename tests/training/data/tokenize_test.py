@@ -119,7 +119,16 @@ def test_tokenizer_survives_saved_model(tmp_path):
     [
         (
             lambda v: v.encode("the bird\n", split="valid"),
-            r"valid: 1 tokens are not in the 7-token vocabulary \(first: 'bird'\)",
+            r"valid: 1 tokens are not in the 7-token vocabulary \(first: 'bird'\); "
+            r"expected only vocabulary tokens "
+            r"\(pass on_oov='unk' to map them to <unk>\)",
+        ),
+        (
+            lambda v: tokenize.Vocabulary(["a", "b"], unk_token=None).encode(
+                "a c", on_oov="unk"
+            ),
+            r"1 tokens are not in the 2-token vocabulary \(first: 'c'\); expected "
+            r"only vocabulary tokens \(this vocabulary has no unknown-token entry",
         ),
         (lambda v: v.encode("the\n", on_oov="drop"), "on_oov must be 'error' or 'unk'"),
         (lambda v: tokenize.Vocabulary.build("a", "subword"), "level must be one of"),
