@@ -21,6 +21,7 @@ from zoo.cells.diffstk_jax import carry_noise_key_on_jax
 from zoo.checks import check_choice, check_positive_int
 from zoo.layers.pooling import POOLING_MODES, SequencePooling
 from zoo.models import masked_token_inputs, recurrent_layer, variational_dropout
+from zoo.tensorflow_loop import tensorflow_loop
 
 POOLINGS = ("last", *POOLING_MODES)
 
@@ -34,15 +35,15 @@ def bidirectional_layer(cell, units, **options):
     is the forward pass's state after the last unmasked token beside the
     backward pass's state after the first token: each direction's whole
     reading of the sequence (the lecture's "slight modifications" for
-    classification). On JAX both copies of a DiffStk layer get
-    `carry_noise_key_on_jax`, which Keras's copying would drop.
+    classification). Both copies get `tensorflow_loop` and, on JAX, a
+    DiffStk layer's `carry_noise_key_on_jax`, which Keras's copying drops.
     """
     name = options.pop("name", None)
     layer = keras.layers.Bidirectional(
         recurrent_layer(cell, units, **options), name=name
     )
     for direction in (layer.forward_layer, layer.backward_layer):
-        carry_noise_key_on_jax(direction)
+        carry_noise_key_on_jax(tensorflow_loop(direction))
     return layer
 
 

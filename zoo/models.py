@@ -18,6 +18,7 @@ from zoo.cells.stack_cell import trace_stack
 from zoo.checks import check_number, check_positive_int
 from zoo.devices import gpu_visible
 from zoo.registry import cell_takes_vocab_size, get_cell_class
+from zoo.tensorflow_loop import tensorflow_loop
 from zoo.walk import walk_layers
 
 # On a CPU, XLA pays up to these units and batch x units x length
@@ -58,9 +59,9 @@ def recurrent_layer(cell, units, **options):
     """Returns the sequence layer of the cell registered as `cell`.
 
     Cells with a sequence layer of their own (minGRU and minLSTM, which scan
-    in parallel) get it; every other cell is wrapped in `keras.layers.RNN`
-    (on JAX, a DiffStk cell's with `carry_noise_key_on_jax`, for its state
-    noise).
+    in parallel) get it; every other cell is wrapped in `keras.layers.RNN`,
+    with the zoo's faster loop on TensorFlow (`tensorflow_loop`) and, on JAX,
+    a DiffStk cell's with `carry_noise_key_on_jax`, for its state noise.
     Options that `keras.layers.RNN` takes (`return_sequences`,
     `return_state`, `stateful`, `go_backwards`, `unroll`) go to the layer,
     the rest to the cell.
@@ -73,7 +74,7 @@ def recurrent_layer(cell, units, **options):
     if sequence_layer is not None:
         return sequence_layer(units, **rnn_options, **options)
     layer = keras.layers.RNN(cell_class(units, **options), **rnn_options)
-    return carry_noise_key_on_jax(layer)
+    return carry_noise_key_on_jax(tensorflow_loop(layer))
 
 
 def reset_states(model):
