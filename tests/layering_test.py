@@ -72,6 +72,7 @@ FLOORS = (
             "training.table_summary",
             "training.results",
             "training.table_runs",
+            "training.backfill",
         ),
     ),
     ("analysis", "the papers' analyses of trained models", ("training.analysis.*",)),

@@ -16,7 +16,7 @@ import math
 
 import zoo
 from training import recipe_files
-from training.data import corpora, languages, recognition
+from training.data import corpora, dyck_oracle, languages, recognition
 from zoo.labeling import POOLINGS
 
 SCALES = ("small", "paper")
@@ -56,6 +56,8 @@ DEFAULTS = {
         "train_sequences": 10_000,
         "dev_sequences": 4_000,
         "test_sequences": 10_000,
+        "train_min_length": 1,  # train and dev strings: fewest brackets (END redrawn)
+        "train_max_length": None,  # longest, END included; None: Hewitt's 8m(m-2)+60
         # recognition
         "language": "D2",
         "split_scale": 1.0,
@@ -235,6 +237,8 @@ def check(recipe):
         zoo.get_cell_class(model["cell"])
         if kind == "recognition":
             languages.vocabulary_size(task["language"])
+        if kind in ("dyck", "closing_bracket", "dyck_depth"):
+            dyck_oracle.check_task_lengths(task)
         if kind == "language_model":
             corpora.check_corpus_name(task["corpus"])
             corpora.check_level(task["corpus"], task["level"])
@@ -322,6 +326,7 @@ OPTIONAL_TYPES = {
     ("task", "kind"): str,
     ("task", "data_dir"): str,
     ("task", "train_cutoff"): int,
+    ("task", "train_max_length"): int,
     ("task", "pairs_per_suite"): int,
     ("model", "cell"): str,
     ("model", "embedding_dim"): int,

@@ -4,6 +4,7 @@
         [--out DIR] [--results DIR] [--threads T] [--shard I/N]
         [--aggregate-only] [--backend tensorflow|jax]
     python -m training.reproduce --report [FILE] [--results DIR]
+    python -m training.reproduce --backfill [--results DIR]
 
 Every row x seed is an ordinary `python -m training.train` run in
 `OUT/runs/ROW/seed-N` (so `training.evaluate` and `training.export` work on
@@ -36,7 +37,9 @@ folder holding the other backend's records of the table is refused.
 
 `--report` regenerates the table sections of FILE (default REPRODUCTION.md)
 from the records (`training.results.update_document`); the rest of FILE is
-left as it is.
+left as it is. `--backfill` adds to the records from before a metric existed
+the metrics their recipe and recorded metrics determine (`training.backfill`:
+the Dyck generator's floor and each model's excess over it).
 """
 
 import argparse
@@ -47,7 +50,15 @@ import sys
 import time
 from pathlib import Path
 
-from training import backends, recipes, results, runs, table_runs, table_schema
+from training import (
+    backends,
+    backfill,
+    recipes,
+    results,
+    runs,
+    table_runs,
+    table_schema,
+)
 from training.callbacks import write_atomically
 
 AGGREGATE_LOCK = ".aggregate.lock"
@@ -319,9 +330,25 @@ def main(argv=None):
         help="regenerate FILE's table sections (default REPRODUCTION.md) from "
         "the records",
     )
+    parser.add_argument(
+        "--backfill",
+        action="store_true",
+        help="add the metrics a record's recipe and metrics determine (the Dyck "
+        "oracle) to the records that lack them",
+    )
     args = parser.parse_args(argv)
     started = time.time()
     try:
+        if args.backfill:
+            if args.table is not None or args.report is not None:
+                raise table_schema.TableError(
+                    "--backfill changes the records only; expected no TABLE and "
+                    "no --report."
+                )
+            args.results = args.results or results.default_results("tensorflow")
+            changed = backfill.backfill(args.results)
+            print(f"{args.results}: {len(changed)} records backfilled")
+            return 0
         if args.report is not None:
             if args.table is not None:
                 raise table_schema.TableError(

@@ -121,6 +121,19 @@ def test_small_scale_overrides_the_paper_scale():
         ("blimp_acceptability_lstm", ["model.bidirectional=1"], "of type bool"),
         ("blimp_acceptability_lstm", ["task.pairs_per_suite=0"], "must be >= 1"),
         ("blimp_acceptability_lstm", ["task.split_seed=-1"], "must be >= 0"),
+        ("dyck2_mlstm", ["task.train_min_length=0"], "must be >= 1; received 0"),
+        (
+            "dyck2_dyck_rnn",
+            ["task.train_min_length=200"],  # the maximum stays Hewitt's 124
+            r"task.train_min_length=200, task.train_max_length=None: length range "
+            r"\[200, 124\] holds no Dyck-\(2, 4\) string",
+        ),
+        (
+            "dyck_depth_lstm",
+            ["task.m=1000", "task.train_min_length=2000", "task.train_max_length=2001"],
+            r"the generator ends 0.0089 of its Dyck-\(2, 1000\) strings in that range",
+        ),
+        ("dyck2_mlstm", ["task.train_max_length=2.5"], "int or null; received 2.5"),
     ],
 )
 def test_bad_combinations_are_refused_before_any_data(
@@ -185,4 +198,21 @@ def test_an_int_is_a_float_and_null_unsets_an_optional_key(no_data):
     )
     assert (
         recipe["train"]["clipvalue"] == 2 and recipe["model"]["embedding_dim"] is None
+    )
+
+
+def test_the_training_length_range_defaults_to_hewitts(no_data):
+    # Recipes and records from before the option resolve as they did: the
+    # defaults are the splits `dyck.dyck_splits` drew before it existed.
+    recipe = recipes.resolve("dyck2_lstm", "paper")
+    assert recipe["task"]["train_min_length"] == 1
+    assert recipe["task"]["train_max_length"] is None
+    long = recipes.resolve(
+        "dyck2_lstm",
+        "paper",
+        ["task.train_min_length=200", "task.train_max_length=400"],
+    )
+    assert (long["task"]["train_min_length"], long["task"]["train_max_length"]) == (
+        200,
+        400,
     )

@@ -187,6 +187,80 @@ def test_dyck_runs_log_validation_wcpa_every_epoch_as_evaluate_measures_it(
     assert float(best["val_wcpa"]) == metrics["valid"]["wcpa"]
 
 
+class GeneratorLogits(keras.layers.Layer):
+    """The Dyck generator's next-token log-probabilities, from the inputs alone.
+
+    In `keras.ops`, from each prefix as a model reads it: the brackets read
+    (the position), the stack depth (a running sum of opens minus closes)
+    and the bracket on top (the last open bracket at the current depth),
+    looked up in the `DyckOracle`'s tables. A model with this head predicts
+    as the generator draws.
+    """
+
+    def __init__(self, oracle, **kwargs):
+        super().__init__(**kwargs)
+        self.k, self.m, self.length = oracle.k, oracle.m, oracle.max_length
+        tables = [oracle.log_open, oracle.log_close, oracle.log_end]
+        # -1e9 for "impossible": softmax gives it 0 without the NaN of -inf.
+        self.tables = [np.maximum(t, -1e9).reshape(-1) for t in tables]
+
+    def call(self, inputs):
+        ops, k = keras.ops, self.k
+        first_close = dyck.close_id(0, k)
+        is_open = (inputs >= dyck.open_id(0)) & (inputs < first_close)
+        is_close = (inputs >= first_close) & (inputs < first_close + k)
+        step = ops.cast(is_open, "int32") - ops.cast(is_close, "int32")
+        depth = ops.clip(ops.cumsum(step, axis=1), 0, self.m)  # [B, T]
+        positions = ops.arange(ops.shape(inputs)[1])
+        read = ops.minimum(positions, self.length - 1)[None, :]  # [1, T]
+        # The top of the stack at t: the last open s <= t reaching depth[t].
+        earlier = positions[None, :] <= positions[:, None]  # [T(t), T(s)]
+        same = depth[:, :, None] == depth[:, None, :]  # [B, t, s]
+        found = earlier[None] & same & is_open[:, None, :]
+        last = ops.argmax(ops.where(found, positions[None, None, :], -1), axis=-1)
+        top = ops.take_along_axis(inputs, last, axis=1) - dyck.open_id(0)  # [B, T]
+        index = read * (self.m + 1) + depth
+        log_open, log_close, log_end = (ops.take(t, index) for t in self.tables)
+        impossible = ops.full_like(log_end, -1e9)[..., None]
+        closes = ops.where(
+            ops.one_hot(top, k) > 0, log_close[..., None], impossible
+        )  # [B, T, k]
+        opens = ops.repeat(log_open[..., None], k, axis=-1)
+        return ops.concatenate(
+            [impossible, impossible, log_end[..., None], opens, closes], axis=-1
+        )
+
+
+@pytest.mark.parametrize(
+    "lengths", [[], ["task.train_min_length=30", "task.train_max_length=61"]]
+)
+def test_a_model_that_predicts_as_the_generator_scores_the_oracle(lengths):
+    # Through the ordinary evaluation path (`task.evaluate`: predict, softmax,
+    # cross-entropy over the masked targets): the model's cross-entropy is
+    # the oracle's (excess 0), and its WCPA and every LDPA are 1.
+    task = make_task(tiny_recipe("dyck", extra=lengths))
+    for split in ("valid", "test"):
+        oracle = task.oracle(split)
+        inputs = keras.Input((None,), dtype="int32")
+        model = keras.Model(inputs, GeneratorLogits(oracle)(inputs))
+        metrics = task.evaluate(model, split)
+        assert metrics["cross_entropy"] == pytest.approx(
+            metrics["oracle_cross_entropy"], abs=1e-5
+        )
+        assert abs(metrics["excess_over_oracle"]) < 1e-5
+        assert metrics["oracle_perplexity"] == pytest.approx(
+            np.exp(oracle.cross_entropy(task.arrays[split]))
+        )
+        assert metrics["wcpa"] == metrics["mean_ldpa"] == 1.0
+        assert "excess 0.0000 nats/token" in task.report(metrics, split)
+    # Another model scores above the floor.
+    metrics = task.evaluate(task.build_model(), "test")
+    assert metrics["excess_over_oracle"] > 0.1
+    if lengths:  # the validation strings are of the recipe's range
+        valid = [int(row.sum()) for row in task.arrays["valid"].mask]
+        assert min(valid) >= 31 and max(valid) <= 61
+
+
 def test_other_tasks_log_no_validation_metrics_per_epoch(text_file):
     for kind in ("recognition", "language_model", "dyck_depth"):
         assert make_task(tiny_recipe(kind, text_file)).validation_callbacks() == []

@@ -6,7 +6,8 @@ automaton: with an empty stack END has probability 1/2 and each open bracket
 1/(2k); with 0 < depth < m the matching close has probability 1/2 and each open
 bracket 1/(2k); at depth m the matching close is forced. An END drawn before the
 minimum length is redrawn; a string that grows over the maximum length is
-rejected whole and sampling starts again.
+rejected whole and sampling starts again. `training.data.dyck_oracle` gives
+the exact next-token distribution of the strings this draws (a split's floor).
 
 Token-id layout (shared with `training.data.languages`)::
 
@@ -145,6 +146,26 @@ def _sample_string(uniforms, k, m, min_length, max_length):
     return None
 
 
+def check_length_range(k, m, min_length, max_length):
+    """A one-line `ValueError` when the lengths hold no Dyck-(k, m) string.
+
+    `min_length` and `max_length` as `sample_dyck` takes them (`max_length`
+    None: `hewitt_max_length(m)`).
+    """
+    if max_length is None:
+        max_length = hewitt_max_length(m)
+    # n brackets (n even, n >= min_length, n >= 2) plus END: the shortest
+    # string has length n + 1.
+    fewest = max(min_length, 1)
+    fewest += fewest % 2
+    if max_length < fewest + 1:
+        raise ValueError(
+            f"length range [{min_length}, {max_length}] holds no Dyck-({k}, {m}) "
+            "string; expected a range containing an odd length (even number of "
+            "brackets plus END)"
+        )
+
+
 def sample_dyck(
     k,
     m,
@@ -195,16 +216,7 @@ def sample_dyck(
         raise ValueError(
             f"the number of sequences/tokens must be >= 0; received {budget}."
         )
-    # n brackets (n even, n >= min_length, n >= 2) plus END: the shortest
-    # string has length n + 1.
-    fewest = max(min_length, 1)
-    fewest += fewest % 2
-    if max_length < fewest + 1:
-        raise ValueError(
-            f"length range [{min_length}, {max_length}] holds no Dyck-({k}, {m}) "
-            "string; expected a range containing an odd length (even number of "
-            "brackets plus END)"
-        )
+    check_length_range(k, m, min_length, max_length)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     uniforms = _Uniforms(rng)
     strings = []
@@ -229,6 +241,22 @@ def sample_dyck(
 SPLIT_NAMES = ("train", "dev", "test")
 
 
+def split_length_ranges(m, train_min_length=1, train_max_length=None):
+    """`{"train", "dev", "test"}` -> `(min_length, max_length)` of `dyck_splits`.
+
+    Train and dev: `train_min_length` and `train_max_length` (None:
+    `hewitt_max_length(m)`); test: Hewitt's, at least `8m(m-2)+61`
+    brackets and lengths up to twice `8m(m-2)+60`, whatever the training
+    range.
+    """
+    longest = hewitt_max_length(m)
+    train = (
+        train_min_length,
+        longest if train_max_length is None else train_max_length,
+    )
+    return {"train": train, "dev": train, "test": (longest + 1, 2 * longest)}
+
+
 def dyck_splits(
     k,
     m,
@@ -238,22 +266,28 @@ def dyck_splits(
     test=100_000,
     unit="tokens",
     train_min_length=1,
+    train_max_length=None,
     seed=0,
 ):
     """Hewitt et al.'s train/dev/test splits of Dyck-(k, m).
 
     Train and dev strings have at least `train_min_length` brackets before
-    END and lengths (END included) up to `8m(m-2)+60`; test strings at least
-    `8m(m-2)+61` brackets and lengths up to twice `8m(m-2)+60` (length
-    generalisation at the same m), as Hewitt's configurations set them. Each
-    split has its own random stream derived from `seed`.
+    END and lengths (END included) up to `train_max_length`, by default
+    `8m(m-2)+60`; test strings at least `8m(m-2)+61` brackets and lengths
+    up to twice `8m(m-2)+60` (length generalisation at the same m), as
+    Hewitt's configurations set them (`split_length_ranges`). Each split has
+    its own random stream derived from `seed`, so the training range changes
+    neither the test strings nor, for one range, the others.
 
     Args:
         k, m: the language.
         train, dev, test: split sizes, counted in `unit`.
         unit: `"tokens"` (Hewitt's token budgets) or `"sequences"`.
         train_min_length: fewest brackets before END in train/dev strings
-            (see `sample_dyck`'s `min_length`).
+            (see `sample_dyck`'s `min_length`: an END drawn earlier is
+            redrawn).
+        train_max_length: longest train/dev length, END included (longer
+            strings are rejected whole); None: `hewitt_max_length(m)`.
         seed: integer seed.
 
     Returns:
@@ -263,12 +297,7 @@ def dyck_splits(
     _check_k_m(k, m)
     if unit not in ("tokens", "sequences"):
         raise ValueError(f"unit must be 'tokens' or 'sequences'; received {unit!r}.")
-    longest = hewitt_max_length(m)
-    ranges = {
-        "train": (train_min_length, longest),
-        "dev": (train_min_length, longest),
-        "test": (longest + 1, 2 * longest),
-    }
+    ranges = split_length_ranges(m, train_min_length, train_max_length)
     sizes = {"train": train, "dev": dev, "test": test}
     streams = np.random.SeedSequence(seed).spawn(len(SPLIT_NAMES))
     splits = {}

@@ -7,7 +7,7 @@ import keras
 from training import metrics as metrics_lib
 from training.callbacks import EpochMetrics
 from training.compiled import compiled
-from training.data import dyck
+from training.data import dyck, dyck_oracle
 from training.data.tokenize import Vocabulary
 from training.tasks.base import Task
 
@@ -31,6 +31,23 @@ def bracket_metrics(probabilities, arrays, k):
     }
 
 
+def oracle_metrics(oracle, arrays, cross_entropy):
+    """The generator's floor on a split and a model's distance above it.
+
+    `oracle_cross_entropy` (nats per token) and `oracle_perplexity`: the
+    `DyckOracle`'s over exactly the tokens `cross_entropy` averages (every
+    target `arrays.mask` counts, END included); `excess_over_oracle`:
+    `cross_entropy` minus the oracle's, in nats per token (0 for a model
+    that predicts as the generator draws; below 0 only by chance).
+    """
+    floor = oracle.cross_entropy(arrays)
+    return {
+        "oracle_cross_entropy": floor,
+        "oracle_perplexity": metrics_lib.perplexity(floor),
+        "excess_over_oracle": cross_entropy - floor,
+    }
+
+
 class DyckTask(Task):
     """Next-token prediction on Dyck-(k, m), evaluated with WCPA and LDPA."""
 
@@ -47,7 +64,7 @@ class DyckTask(Task):
         """`{"train", "valid", "test"}` -> `frame(strings, k)` of the splits.
 
         The splits are Hewitt et al.'s (`dyck.dyck_splits`) at the recipe's
-        sizes, generated from `train.seed` here.
+        sizes and training lengths, generated from `train.seed` here.
         """
         task = self.recipe["task"]
         strings = dyck.dyck_splits(
@@ -57,6 +74,8 @@ class DyckTask(Task):
             dev=task["dev_sequences"],
             test=task["test_sequences"],
             unit="sequences",
+            train_min_length=task["train_min_length"],
+            train_max_length=task["train_max_length"],
             seed=self.recipe["train"]["seed"],
         )
         return {
@@ -73,6 +92,19 @@ class DyckTask(Task):
     def _columns(self, split):
         arrays = self.arrays[split]
         return arrays.inputs, arrays.targets, arrays.mask
+
+    def oracle(self, split):
+        """The generator's next-token distribution on `split` (`DyckOracle`).
+
+        The floor of the split's perplexity: `dyck_oracle`'s exact
+        conditional for the split's length range (`dyck.split_length_ranges`
+        at the recipe's `task.train_min_length` and `task.train_max_length`).
+        """
+        task = self.recipe["task"]
+        oracles = dyck_oracle.split_oracles(
+            self.k, self.m, task["train_min_length"], task["train_max_length"]
+        )
+        return oracles["dev" if split == "valid" else split]
 
     def train_data(self):
         return self._shuffled(self._columns("train"))
@@ -133,6 +165,7 @@ class DyckTask(Task):
             "cross_entropy": entropy,
             "perplexity": metrics_lib.perplexity(entropy),
             "bits_per_token": metrics_lib.bits_per_character(entropy),
+            **oracle_metrics(self.oracle(split), arrays, entropy),
         }
 
     def report(self, metrics, split):
@@ -146,8 +179,14 @@ class DyckTask(Task):
             f"{metrics['mean_ldpa']:.4f}, pooled {metrics['pooled_accuracy']:.4f}"
             f"{entropy} ({metrics['sequences']} sequences, "
             f"Dyck-({self.k}, {self.m}))",
-            f"{'distance':>10}{'LDPA':>10}{'positions':>11}",
         ]
+        if "oracle_perplexity" in metrics:  # records from before the oracle lack it
+            lines.append(
+                f"perplexity {metrics['perplexity']:.4f}, the generator's "
+                f"{metrics['oracle_perplexity']:.4f} (its floor): excess "
+                f"{metrics['excess_over_oracle']:.4f} nats/token"
+            )
+        lines.append(f"{'distance':>10}{'LDPA':>10}{'positions':>11}")
         for distance, value in metrics["ldpa"].items():
             count = metrics["ldpa_counts"][distance]
             lines.append(f"{distance:>10}{value:>10.4f}{count:>11}")

@@ -274,3 +274,30 @@ def test_bad_arguments(kwargs, message):
 def test_bad_budget():
     with pytest.raises(ValueError, match="exactly one of num_sequences and num_tokens"):
         dyck.sample_dyck(2, 4)
+
+
+def test_a_training_length_range_changes_train_and_dev_only():
+    # The test split is Hewitt's whatever the training range (each split has
+    # its own stream), so rows of long training strings share it.
+    default = dyck.dyck_splits(2, 4, train=50, dev=20, test=10, unit="sequences")
+    long = dyck.dyck_splits(
+        2,
+        4,
+        train=50,
+        dev=20,
+        test=10,
+        unit="sequences",
+        train_min_length=200,
+        train_max_length=400,
+    )
+    for a, b in zip(default["test"], long["test"], strict=True):
+        np.testing.assert_array_equal(a, b)
+    for name in ("train", "dev"):
+        lengths = [len(s) for s in long[name]]
+        assert min(lengths) >= 201 and max(lengths) <= 400
+        assert max(len(s) for s in default[name]) <= dyck.hewitt_max_length(4)
+    assert dyck.split_length_ranges(4, 200, 400) == {
+        "train": (200, 400),
+        "dev": (200, 400),
+        "test": (125, 248),
+    }
