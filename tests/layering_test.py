@@ -45,6 +45,7 @@ FLOORS = (
             "training.compiled",
             "training.recipe_files",
             "training.recipes",
+            "training.file_schema",
             "training.metrics",
             "training.scoring",
             "training.compile_mode",

@@ -297,7 +297,8 @@ def analyze_curves(run_dirs, out, column="val_wcpa"):
         listed = ", ".join(map(str, lacking))
         raise ValueError(
             f"no per-epoch {column} in any of these records ({listed}): they were "
-            "trained before it was logged; expected runs that logged it (the Dyck "
+            "trained before it was logged, or it is NaN in every epoch; expected "
+            "runs that logged a number for it (the Dyck "
             "tasks log val_wcpa since issue 25: train these again)."
         )
     plots.make_out_dir(out)
@@ -377,7 +378,7 @@ def main(argv=None):
             for folder in lacking:
                 print(
                     f"{folder}: no per-epoch {args.column} in this record (trained "
-                    "before it was logged); left out"
+                    "before it was logged, or NaN in every epoch); left out"
                 )
             for name, (_, epochs, values) in found.items():
                 print(

@@ -5,10 +5,12 @@
 
 The prompt is read once; each new token is then fed alone to a stateful copy
 of the model, so the recurrent state is stepped rather than the prefix
-re-run.
+re-run. The text is printed as it is sampled; `--length` is at most
+`MAX_LENGTH` tokens.
 """
 
 import argparse
+import codecs
 import sys
 
 import numpy as np
@@ -17,10 +19,18 @@ import zoo
 from training import runs
 from zoo.checks import check_number
 
+# The most tokens one command samples: only a mistake asks for more.
+MAX_LENGTH = 1_000_000
 
-def sample_next(logits, temperature, top_k, rng):
-    """Draws one id from `logits` at `temperature`, among the `top_k` best."""
+
+def sample_next(logits, temperature, top_k, rng, never=()):
+    """Draws one id from `logits` at `temperature`, among the `top_k` best.
+
+    The ids in `never` are never drawn (a Dyck model's padding and START).
+    """
     logits = np.asarray(logits, np.float64) / temperature
+    if len(never):
+        logits[list(never)] = -np.inf
     if top_k is not None and top_k < len(logits):
         cutoff = np.sort(logits)[-top_k]
         logits = np.where(logits >= cutoff, logits, -np.inf)
@@ -29,17 +39,29 @@ def sample_next(logits, temperature, top_k, rng):
     return int(rng.choice(len(probabilities), p=probabilities))
 
 
-def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
-    """Returns `prompt` followed by up to `length` sampled tokens, as text.
-
-    Sampling stops early at the task's end token (`task.end_id`, Dyck's END).
-    A run whose model does not predict tokens is a `ValueError`.
-    """
+def _check(length, temperature, top_k, seed):
     if length < 0:
         raise ValueError(f"`length` must be >= 0; received {length!r}.")
+    if length > MAX_LENGTH:
+        raise ValueError(
+            f"`length` must be <= {MAX_LENGTH:,} tokens (more can only be a "
+            f"mistake); received {length:,}."
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"`seed` must be an integer >= 0; received {seed!r}.")
     check_number("temperature", temperature, low=0, low_open=True)
     if top_k is not None and top_k < 1:
         raise ValueError(f"`top_k` must be >= 1; received {top_k!r}.")
+
+
+def sample(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
+    """Yields the text of `generate`, piece by piece, as it is sampled.
+
+    The first piece is `prompt` (yielded once the arguments are checked and
+    the run is loaded, so a refused call yields nothing); each next piece
+    is one sampled token with the separator before it.
+    """
+    _check(length, temperature, top_k, seed)
     run = runs.load_run(run_dir)
     vocabulary, task = run.vocabulary, run.task
     if task.head != "language_model":
@@ -59,15 +81,33 @@ def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
         raise ValueError("`prompt` is empty and the task has no start token.")
     rng = np.random.default_rng(seed)
     logits = model(np.asarray([context], np.int32), training=False)[0, -1]
-    generated = []
-    for _ in range(length):
-        token = sample_next(logits, temperature, top_k, rng)
-        generated.append(token)
+    yield prompt
+    separator = " " if vocabulary.level == "word" else ""
+    # A byte-level model's bytes are text once a character is whole.
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    for index in range(length):
+        token = sample_next(logits, temperature, top_k, rng, task.never_generated)
+        if vocabulary.level == "byte":
+            yield decoder.decode(bytes([token]))
+        else:
+            before = separator if ids or index else ""
+            yield before + vocabulary.decode([token])
         if token == task.end_id:  # the string is over
             break
         logits = model(np.asarray([[token]], np.int32), training=False)[0, -1]
-    separator = " " if vocabulary.level == "word" and ids and generated else ""
-    return prompt + separator + vocabulary.decode(generated)
+    if vocabulary.level == "byte":
+        yield decoder.decode(b"", final=True)
+
+
+def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
+    """Returns `prompt` followed by up to `length` sampled tokens, as text.
+
+    Sampling stops early at the task's end token (`task.end_id`, Dyck's END)
+    and never draws the task's `never_generated` ids (a Dyck model's padding
+    and START). A run whose model does not predict tokens, or `length` over
+    `MAX_LENGTH`, is a `ValueError`.
+    """
+    return "".join(sample(run_dir, prompt, length, temperature, top_k, seed))
 
 
 def main(argv=None):
@@ -81,18 +121,17 @@ def main(argv=None):
     parser.add_argument("--top-k", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    pieces = sample(
+        args.run_dir, args.prompt, args.length, args.temperature, args.top_k, args.seed
+    )
     try:
-        text = generate(
-            args.run_dir,
-            args.prompt,
-            args.length,
-            args.temperature,
-            args.top_k,
-            args.seed,
-        )
+        first = next(pieces)  # the checks and the loading
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    print(text)
+    print(first, end="", flush=True)
+    for piece in pieces:  # printed as sampled
+        print(piece, end="", flush=True)
+    print()
     return 0
 
 

@@ -32,7 +32,7 @@ import keras
 import tensorflow as tf
 
 import zoo
-from training import recipes, runs, table_schema
+from training import file_schema, recipes, runs, table_schema
 from training.tasks import make_task
 from zoo.checks import check_number
 
@@ -195,12 +195,26 @@ def remeasure(preset):
     their data's split.
     """
     directory = zoo.presets.preset_dir(preset)
-    plan = zoo.preset_card(directory)["remeasure"]
+    card_path = directory / zoo.presets.loading.CARD
+    card = file_schema.check(zoo.preset_card(directory), file_schema.CARD, card_path)
+    plan = card["remeasure"]
     run = runs.load_run(directory)
     task = make_task(fresh_recipe(run.recipe, plan), vocabulary=run.vocabulary)
     split = plan["metric"].split(".")[0]
+    if split not in task.splits:
+        raise ValueError(
+            f"{str(card_path)!r}: remeasure.metric {plan['metric']!r} names no "
+            f"split of the task; expected SPLIT.NAME with SPLIT one of: "
+            f"{', '.join(task.splits)}."
+        )
     metrics = {split: task.evaluate(run.model, split)}
-    return table_schema.metric_value(metrics, plan["metric"]), plan
+    value = table_schema.metric_value(metrics, plan["metric"])
+    if value is None:
+        raise ValueError(
+            f"{str(card_path)!r}: remeasure.metric {plan['metric']!r} is no number "
+            f"the task measures; expected one of: {', '.join(metrics[split])}."
+        )
+    return value, plan
 
 
 def save_preset(
@@ -247,6 +261,7 @@ def save_preset(
     )
     recipe = runs.read_recipe(source / runs.RECIPE)
     metrics = runs.read_json(source / runs.METRICS)
+    file_schema.check(metrics, file_schema.METRICS, source / runs.METRICS)
     table_entry = None
     if table is not None:
         table = table_schema.load_table(table)

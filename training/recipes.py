@@ -348,25 +348,27 @@ Range.__doc__ = """The values a number may take: `low` and `high` (None: no boun
 each excluded when `low_open` / `high_open`."""
 
 # The range of every number whose type does not say it (a `None` is "not set"
-# where the key's default is `None`, and is not checked here).
+# where the key's default is `None`, and is not checked here). The upper bounds
+# of sizes are far above every recipe and table: only a mistake reaches them
+# (docs/reliability.md lists them).
 RANGES = {
-    ("task", "k"): Range(1),
-    ("task", "m"): Range(1),
-    ("task", "train_sequences"): Range(1),
-    ("task", "dev_sequences"): Range(1),
-    ("task", "test_sequences"): Range(1),
-    ("task", "split_scale"): Range(0, low_open=True),
-    ("task", "sequence_length"): Range(1),
+    ("task", "k"): Range(1, 1024),
+    ("task", "m"): Range(1, 32),
+    ("task", "train_sequences"): Range(1, 1_000_000),
+    ("task", "dev_sequences"): Range(1, 1_000_000),
+    ("task", "test_sequences"): Range(1, 1_000_000),
+    ("task", "split_scale"): Range(0, 100, low_open=True),
+    ("task", "sequence_length"): Range(1, 10_000),
     ("task", "pairs_per_suite"): Range(1),
     ("task", "split_seed"): Range(0, 2**32 - 1),
-    ("model", "units"): Range(1),
-    ("model", "num_layers"): Range(1),
-    ("model", "embedding_dim"): Range(1),
+    ("model", "units"): Range(1, 8192),
+    ("model", "num_layers"): Range(1, 64),
+    ("model", "embedding_dim"): Range(1, 8192),
     ("model", "dropout"): Range(0, 1, high_open=True),
     ("model", "output_dropout"): Range(0, 1, high_open=True),
     ("train", "seed"): Range(0, 2**32 - 1),  # NumPy's seeds
     ("train", "epochs"): Range(1),
-    ("train", "batch_size"): Range(1),
+    ("train", "batch_size"): Range(1, 65_536),
     ("train", "learning_rate"): Range(0, low_open=True),
     ("train", "final_learning_rate"): Range(0, low_open=True),
     ("train", "clipnorm"): Range(0, low_open=True),

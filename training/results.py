@@ -42,13 +42,21 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from training import compile_mode, history, recipes, runs, table_schema, table_summary
+from training import (
+    compile_mode,
+    file_schema,
+    history,
+    runs,
+    table_schema,
+    table_summary,
+)
 
 TIMING = "timing.json"
 HOST = "host.json"
 RECORD = "record.json"
 RECORD_FILES = (runs.RECIPE, runs.METRICS, runs.LOG, TIMING, HOST)
-SEED_FOLDER = re.compile(r"seed-(\d+)")
+# A seed N is the folder seed-N, N written without leading zeros.
+SEED_FOLDER = file_schema.SEED_FOLDER
 BEGIN = re.compile(r"<!-- table: (\S+) -->")
 END = "<!-- end table -->"
 
@@ -156,7 +164,7 @@ def write_record(run_dir, target, parameters):
 def copy_record(source, target, results):
     """Copies the record at `source` to `target` (the same run in another table)."""
     source = Path(source)
-    record = runs.read_json(source / RECORD)
+    record = _read(source, RECORD, file_schema.RECORD)
     origin = record.get("copied_from") or source.relative_to(results).as_posix()
     files = {name: source / name for name in RECORD_FILES if (source / name).is_file()}
     return _publish(target, files, {**record, "copied_from": origin})
@@ -232,8 +240,9 @@ class RecordIndex:
         return self._paths.get(_key(recipe))
 
 
-def _read(folder, name, required=True):
-    path = folder / name
+def _read(folder, name, schema, required=True):
+    """The content of the record file `folder/name`, checked against `schema`."""
+    path = Path(folder) / name
     if not path.is_file():
         if not required:
             return None
@@ -243,13 +252,14 @@ def _read(folder, name, required=True):
             "run it again)."
         )
     try:
-        return json.loads(path.read_text())
+        content = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise table_schema.TableError(
             f"Record file {str(path)!r} is not valid JSON; expected the file "
             "python -m training.reproduce copied there (restore it from git, or "
             "remove that folder to run it again)."
         ) from None
+    return file_schema.check(content, schema, path, table_schema.TableError)
 
 
 def _history(folder, quantities):
@@ -282,35 +292,32 @@ def read_record(folder, run, results, quantities=()):
     record lacks.
 
     Raises:
-        TableError: a file is missing or not JSON, or the record holds
+        TableError: a file is missing, not JSON or not of its schema
+            (`training.file_schema`: a metric that is NaN or a string, a
+            parameter count that is not a number, ...), or the record holds
             another recipe than `run` asks for (the table changed since).
     """
     folder = Path(folder)
-    recipe = _read(folder, runs.RECIPE)
-    metrics = _read(folder, runs.METRICS)
-    timing = _read(folder, TIMING, required=False) or {}
-    record = _read(folder, RECORD)
-    if not all(isinstance(value, dict) for value in (recipe, metrics, record)):
-        raise table_schema.TableError(
-            f"Record {str(folder)!r} is damaged (recipe.json, metrics.json or "
-            "record.json is not a JSON object); expected the files python -m "
-            "training.reproduce copied there."
-        )
-    if recipes.with_defaults(recipe) != run.recipe:
+    recipe = _read(folder, runs.RECIPE, file_schema.Recipe())
+    metrics = _read(folder, runs.METRICS, file_schema.METRICS)
+    timing = _read(folder, TIMING, file_schema.TIMING, required=False) or {}
+    record = _read(folder, RECORD, file_schema.RECORD)
+    host = _read(folder, HOST, file_schema.HOST, required=False)
+    if recipe != run.recipe:
         raise table_schema.TableError(
             f"Record {str(folder)!r} holds a different recipe than row "
             f"{run.row.name!r} now asks for; expected another --results, or move "
             "that record away to run the row again."
         )
-    seconds = timing.get("seconds") if isinstance(timing, dict) else None
+    seconds = timing.get("seconds")
     quantities, lacks = _history(folder, quantities)
     return {
         "row": run.row.name,
         "seed": run.seed,
         "record": folder.relative_to(results).as_posix(),
-        "seconds": seconds if isinstance(seconds, (int, float)) else None,
+        "seconds": seconds,
         "parameters": record.get("parameters"),
-        "host": describe_host(_read(folder, HOST, required=False)),
+        "host": describe_host(host),
         "copied_from": record.get("copied_from"),
         "backend": backend_of(metrics),
         "metrics": metrics,
@@ -349,7 +356,8 @@ def read_table_records(results, table):
             if not match or not seed_dir.is_dir():
                 raise table_schema.TableError(
                     f"Record folder {str(seed_dir)!r} is not a seed; expected "
-                    "folders named seed-N."
+                    "folders named seed-N (N a whole number without leading "
+                    "zeros: seed-1, not seed-01)."
                 )
             run = table_schema.make_run(
                 table, rows[row_dir.name], int(match.group(1)), "unused"

@@ -29,7 +29,7 @@ from pathlib import Path
 import keras
 
 import zoo
-from training import backends, compile_mode, fitting, recipes
+from training import backends, compile_mode, file_schema, fitting, recipes
 from training.callbacks import AtomicModelCheckpoint, RunBackup, write_atomically
 from training.data.tokenize import Vocabulary
 from training.tasks import make_task
@@ -108,8 +108,12 @@ def read_json(path):
 
 
 def read_recipe(path):
-    """The resolved recipe a run saved at `path`, keys added since at their defaults."""
-    return recipes.with_defaults(read_json(path))
+    """The resolved recipe a run saved at `path`, keys added since at their defaults.
+
+    A one-line `RunError` naming the file and the field unless it is a recipe
+    (`training.file_schema.Recipe`: every check of `recipes.check`).
+    """
+    return file_schema.check(read_json(path), file_schema.Recipe(), path, RunError)
 
 
 def is_preset(run_dir):

@@ -21,7 +21,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from training import results, runs, table_schema, table_summary
+from training import file_schema, results, runs, table_schema, table_summary
 from training.callbacks import write_atomically
 
 TIMING = results.TIMING
@@ -132,6 +132,10 @@ def damage(run):
         return "metrics.json is not valid JSON"
     if not isinstance(metrics, dict) or not metrics:
         return "metrics.json holds no metrics"
+    try:
+        file_schema.check(metrics, file_schema.METRICS, runs.METRICS)
+    except file_schema.FileError as error:
+        return str(error).rstrip(".")
     if (run.run_dir / TIMING).exists() and _read_timing(run) is None:
         return "timing.json is not the runner's timing"
     try:

@@ -42,7 +42,7 @@ process's share of them; `training.table_runs` trains and records them and
 import dataclasses
 from pathlib import Path
 
-from training import history, recipe_files, recipes
+from training import file_schema, history, recipe_files, recipes
 
 BETTER = ("higher", "lower")
 # A metric key `history.NAME` reads the quantity NAME of `training.history`
@@ -126,40 +126,63 @@ def available_tables():
     return recipe_files.available(recipe_files.TABLE_DIR)
 
 
-def _require(table, key, kind, where):
-    if key not in table:
-        raise TableError(f"{where} has no {key!r}; expected a {kind.__name__}.")
-    value = table[key]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise TableError(
-            f"{where}: {key!r} must be a {kind.__name__}; received {value!r}."
-        )
-    return value
+# The longest list of seeds a table or --seeds asks for: only a mistake
+# reaches it (the tables run 2 to 5).
+MAX_SEEDS = 1000
 
-
-def _check_keys(table, allowed, where):
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
-        raise TableError(
-            f"{where} has unknown key {unknown[0]!r}; expected: "
-            f"{', '.join(sorted(allowed))}."
-        )
+# A table file (`file_schema` checks it; `load_table` then the names in it).
+SCHEMA = file_schema.Table(
+    {
+        "title": file_schema.Text(),
+        "source": file_schema.Text(),
+        "notes": file_schema.Text(),
+        "seeds": file_schema.Number(1, MAX_SEEDS, integer=True),
+        "metric": file_schema.ListOf(
+            file_schema.Table(
+                {
+                    "key": file_schema.Text(),
+                    "label": file_schema.Text(),
+                    "factor": file_schema.Number(),
+                    "better": file_schema.Text(BETTER),
+                },
+                required=("key",),
+            ),
+            nonempty=True,
+        ),
+        "row": file_schema.ListOf(
+            file_schema.Table(
+                {
+                    "name": file_schema.Name(),
+                    "recipe": file_schema.Text(),
+                    "scale": file_schema.Text(recipes.SCALES),
+                    "overrides": file_schema.ListOf(file_schema.Text()),
+                    "paper": file_schema.Table(others=file_schema.PAPER_VALUE),
+                    "note": file_schema.Text(),
+                },
+                required=("name", "recipe"),
+            ),
+            nonempty=True,
+        ),
+        "claim": file_schema.ListOf(
+            file_schema.Table(
+                dict.fromkeys(
+                    ("text", "metric", "better", "worse"), file_schema.Text()
+                ),
+                required=("text", "metric", "better", "worse"),
+            )
+        ),
+    },
+    required=("metric", "row"),
+)
 
 
 def _metric(entry, where):
-    _check_keys(entry, ("key", "label", "factor", "better"), where)
     metric = Metric(
-        key=_require(entry, "key", str, where),
-        label=entry.get("label", entry.get("key", "")),
+        key=entry["key"],
+        label=entry.get("label", entry["key"]),
         factor=float(entry.get("factor", 1.0)),
         better=entry.get("better", "higher"),
     )
-    if metric.better not in BETTER:
-        raise TableError(
-            f"{where}: better must be 'higher' or 'lower'; received {metric.better!r}."
-        )
     quantity = history_quantity(metric.key)
     if quantity is not None:
         try:
@@ -174,32 +197,15 @@ def history_quantity(key):
     return key[len(HISTORY) :] if key.startswith(HISTORY) else None
 
 
-def _paper_values(value, key, where):
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return {"mean": float(value)}
-    if isinstance(value, dict) and value and set(value) <= {"mean", "best"}:
+def _paper_values(value):
+    if isinstance(value, dict):
         return {name: float(number) for name, number in value.items()}
-    raise TableError(
-        f"{where}: paper value of {key!r} must be a number or a table with "
-        f"mean and/or best; received {value!r}."
-    )
+    return {"mean": float(value)}
 
 
 def _row(entry, metrics, where):
-    _check_keys(entry, ("name", "recipe", "scale", "overrides", "paper", "note"), where)
-    name = _require(entry, "name", str, where)
+    name = entry["name"]
     where = f"{where} ({name})"
-    scale = entry.get("scale", "small")
-    if scale not in recipes.SCALES:
-        raise TableError(
-            f"{where}: unknown scale {scale!r}; expected one of: "
-            f"{', '.join(recipes.SCALES)}."
-        )
-    overrides = entry.get("overrides", [])
-    if not isinstance(overrides, list) or not all(
-        isinstance(text, str) for text in overrides
-    ):
-        raise TableError(f"{where}: overrides must be a list of strings.")
     paper = entry.get("paper", {})
     keys = {metric.key for metric in metrics}
     for key in paper:
@@ -210,10 +216,10 @@ def _row(entry, metrics, where):
             )
     return Row(
         name=name,
-        recipe=_require(entry, "recipe", str, where),
-        scale=scale,
-        overrides=tuple(overrides),
-        paper={key: _paper_values(value, key, where) for key, value in paper.items()},
+        recipe=entry["recipe"],
+        scale=entry.get("scale", "small"),
+        overrides=tuple(entry.get("overrides", [])),
+        paper={key: _paper_values(value) for key, value in paper.items()},
         note=entry.get("note", ""),
     )
 
@@ -221,30 +227,30 @@ def _row(entry, metrics, where):
 def load_table(name):
     """Reads the table `name` (a shipped table or a path ending in `.toml`).
 
+    The file is checked against `SCHEMA` (row names are folder names: no
+    path separator, no `..`), then the names it uses (metrics, rows).
 
     Raises:
-        TableError: unknown table, malformed file or entry.
+        TableError: unknown table, malformed file or entry (one line naming
+            the file and the field).
     """
     path = recipe_files.find(name, recipe_files.TABLE_DIR, "table", TableError)
+    if not file_schema.is_name(path.stem):
+        raise TableError(
+            f"Table file {str(path)!r}: its name {path.stem!r} names the table's "
+            f"folders; expected {file_schema.Name.expected}."
+        )
     content = recipe_files.read(path, "table", TableError)
+    content = file_schema.check(content, SCHEMA, path, TableError)
     where = f"Table {path.stem!r}"
-    _check_keys(
-        content,
-        ("title", "source", "seeds", "metric", "row", "claim", "notes"),
-        where,
-    )
     metrics = tuple(
         _metric(entry, f"{where} metric {index}")
-        for index, entry in enumerate(content.get("metric", []))
+        for index, entry in enumerate(content["metric"])
     )
-    if not metrics:
-        raise TableError(f"{where} has no [[metric]]; expected at least one.")
     rows = tuple(
         _row(entry, metrics, f"{where} row {index}")
-        for index, entry in enumerate(content.get("row", []))
+        for index, entry in enumerate(content["row"])
     )
-    if not rows:
-        raise TableError(f"{where} has no [[row]]; expected at least one.")
     names = [row.name for row in rows]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -252,27 +258,18 @@ def load_table(name):
     claims = []
     for index, entry in enumerate(content.get("claim", [])):
         at = f"{where} claim {index}"
-        _check_keys(entry, ("text", "metric", "better", "worse"), at)
-        claim = Claim(
-            text=_require(entry, "text", str, at),
-            metric=_require(entry, "metric", str, at),
-            better=_require(entry, "better", str, at),
-            worse=_require(entry, "worse", str, at),
-        )
+        claim = Claim(**entry)
         for row_name in (claim.better, claim.worse):
             if row_name not in names:
                 raise TableError(f"{at} names unknown row {row_name!r}.")
         if claim.metric not in {metric.key for metric in metrics}:
             raise TableError(f"{at} names unknown metric {claim.metric!r}.")
         claims.append(claim)
-    seeds = content.get("seeds", 3)
-    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
-        raise TableError(f"{where}: seeds must be an integer >= 1; received {seeds!r}.")
     return Table(
         name=path.stem,
         title=content.get("title", path.stem),
         source=content.get("source", ""),
-        seeds=seeds,
+        seeds=content.get("seeds", 3),
         metrics=metrics,
         rows=rows,
         claims=tuple(claims),
@@ -302,8 +299,10 @@ def plan(table, out, seeds, only=()):
     a wrong recipe name or override is a `recipes.RecipeError` before
     anything runs.
     """
-    if not isinstance(seeds, int) or seeds < 1:
-        raise TableError(f"seeds must be an integer >= 1; received {seeds!r}.")
+    if not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        raise TableError(
+            f"seeds must be an integer >= 1 and <= {MAX_SEEDS}; received {seeds!r}."
+        )
     rows = select_rows(table, only)
     return [make_run(table, row, seed, out) for seed in range(seeds) for row in rows]
 

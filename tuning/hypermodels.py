@@ -75,6 +75,12 @@ def _choices(name, value, check):
     return values
 
 
+def _check_size(name, value):
+    """`units` or `num_layers`: an integer in the range of its recipe key."""
+    check_positive_int(name, value)
+    check_number(name, value, *recipes.RANGES["model", name][:2])
+
+
 def _check_dropout(name, value):
     check_number(name, value, 0, 1, high_open=True)
 
@@ -158,8 +164,8 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             zoo.get_cell_class(cell)  # an unknown name is a ValueError
         if len(set(cells)) != len(cells):
             raise ValueError(f"`cells` must not repeat a name; received {cells!r}.")
-        self.units = _choices("units", units, check_positive_int)
-        self.num_layers = _choices("num_layers", num_layers, check_positive_int)
+        self.units = _choices("units", units, _check_size)
+        self.num_layers = _choices("num_layers", num_layers, _check_size)
         if isinstance(learning_rate, (list, tuple)):
             if len(learning_rate) != 2 or not 0 < learning_rate[0] < learning_rate[1]:
                 raise ValueError(
@@ -187,6 +193,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             check_positive_int("param_budget", param_budget)
         check_number("budget_tolerance", budget_tolerance, 0, 1, low_open=True)
         check_positive_int("max_units", max_units)
+        check_number("max_units", max_units, 1, recipes.RANGES["model", "units"].high)
         accepted = set().union(*(cell_options(cell) for cell in cells))
         for option in cell_option_choices:
             if option not in accepted:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import keras_tuner
 
-from training import recipes
+from training import file_schema, plots, recipes
 from training.recipe_files import write_recipe
 from tuning.hypermodels import RecurrentHyperModel
 
@@ -287,6 +287,7 @@ def check_project(directory, project_name, settings, overwrite):
             f"{str(marker)!r} is not valid JSON; expected the settings "
             "python -m tuning.search wrote (or --overwrite)."
         ) from None
+    saved = file_schema.check(saved, file_schema.SEARCH_SETTINGS, marker)
     differ = sorted(k for k in {*saved, *settings} if saved.get(k) != settings.get(k))
     if differ:
         raise ValueError(
@@ -319,6 +320,7 @@ def main(argv=None):
         verbose = 1 if sys.stdout.isatty() else 2
     project_name = args.project_name or f"{Path(args.recipe).stem}-{args.scale}"
     try:
+        plots.check_out_dir(args.directory, "--directory")  # not a file
         recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
         learning_rate = _values(args.learning_rate, "learning_rate", float)
         hypermodel = RecurrentHyperModel(

@@ -186,6 +186,7 @@ def test_bad_input_is_one_line_exit_2_nothing_written(
 
 def test_missing_minimal_pair_suites_are_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("ZOO_DATA_DIR", raising=False)
+    (tmp_path / "none").mkdir()  # a folder without suites (no folder: probe_files_test)
     argv = ["blimp_acceptability_lstm", f"task.data_dir={tmp_path / 'none'}"]
     with pytest.raises(SystemExit) as exit_info:
         train.main([*argv, "--run-dir", str(tmp_path / "run")])

@@ -14,6 +14,7 @@ import scipy.stats
 from tests.training.tiny import TINY_TABLE
 from training import (
     compile_mode,
+    recipes,
     reproduce,
     results,
     table_runs,
@@ -97,7 +98,8 @@ def test_an_out_that_cannot_be_written_is_one_line(
 def test_a_run_dir_with_another_recipe_is_refused(tiny_table, tmp_path, capsys):
     run_dir = tmp_path / "out" / "runs" / "small" / "seed-0"
     run_dir.mkdir(parents=True)
-    (run_dir / "recipe.json").write_text(json.dumps({"name": "other"}))
+    other = recipes.resolve("tiny_dyck_lstm", overrides=["model.units=5"])
+    (run_dir / "recipe.json").write_text(json.dumps(other))
     with pytest.raises(SystemExit) as exit_info:
         reproduce.main(
             [

@@ -33,8 +33,9 @@ def read_curves(folders, names, column):
 
     Returns:
         `(curves, lacking)`: `{name: (row, [epoch from 1], [value])}` of the
-        folders whose log has the column (its epochs that logged a value),
-        and the folders whose log has not.
+        folders whose log has the column (its epochs that logged a finite
+        value), and the folders whose log has not, or holds no finite value
+        in it (NaN or NA in every epoch).
 
     Raises:
         ValueError: a log.csv that is missing or not a run's (one line).
@@ -48,10 +49,12 @@ def read_curves(folders, names, column):
                 "record in results/ (python -m training.reproduce writes both)."
             )
         log = history.read_log(path)
-        if column not in log:
+        points = [
+            (i + 1, v) for i, v in enumerate(log.get(column, [])) if v is not None
+        ]
+        if not points:
             lacking.append(folder)
             continue
-        points = [(i + 1, v) for i, v in enumerate(log[column]) if v is not None]
         curves[name] = (
             Path(folder).resolve().parent.name,
             [epoch for epoch, _ in points],

@@ -1,7 +1,8 @@
 """Where the data files are: locating, verifying and downloading them.
 
 Where a file `<folder>/<filename>` is looked for, in order:
-    1. `data_dir` (argument), in `data_dir/<folder>/` and then `data_dir/`;
+    1. `data_dir` (argument), in `data_dir/<folder>/` and then `data_dir/`
+       (a `data_dir` that is not a folder is an error, not skipped);
     2. the environment variable `ZOO_DATA_DIR`, the same way;
        a local file whose sha256 is known (PTB, WikiText-2, Tiny Shakespeare)
        must match it, unless `ZOO_ACCEPT_MODIFIED_DATA=1` accepts a
@@ -92,8 +93,15 @@ def _sha256(path):
 
 
 def _data_dirs(data_dir):
+    """`data_dir` (which must be a folder: no silent fallback), `ZOO_DATA_DIR`."""
     dirs = []
     if data_dir is not None:
+        if not Path(data_dir).is_dir():
+            raise FileNotFoundError(
+                f"Data folder {str(data_dir)!r} (task.data_dir or --data-dir) is "
+                "not a folder; expected the folder holding the data (or none, to "
+                f"read {ENV_VAR})."
+            )
         dirs.append(Path(data_dir))
     if os.environ.get(ENV_VAR):
         dirs.append(Path(os.environ[ENV_VAR]))

@@ -30,9 +30,10 @@ acceptability task without a given vocabulary reads its training split to
 build one).
 
 Every task has `recipe`, `vocabulary`, `vocab_size`, `start_id` (the id a
-text is read after, or None), `head` (what the model outputs:
-`"language_model"`, `"closing_bracket"`, `"recognizer"`, `"tagger"` or
-`"classifier"`), `text_normalizer` (what raw text goes through before its
+text is read after, or None), `end_id` and `never_generated` (the id that
+ends a sampled text, or None, and the ids one never holds), `head` (what
+the model outputs: `"language_model"`, `"closing_bracket"`, `"recognizer"`,
+`"tagger"` or `"classifier"`), `text_normalizer` (what raw text goes through before its
 tokens are looked up, or None), `monitor`,
 `splits` and the methods `build_model(stateful=False, batch_size=None)`,
 `compile_arguments()`, `train_data()` (the dataset and the callbacks it

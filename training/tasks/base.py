@@ -29,6 +29,7 @@ class Task:
     monitor = "val_loss"
     head = "language_model"
     end_id = None  # the id that ends a generated string, if the task has one
+    never_generated = ()  # ids a generated text never holds (padding, START)
     splits = ("valid", "test")
     # TensorFlow ops a text goes through before its tokens are looked up
     # (`string tensor -> string tensor`), in training and in the export; None

@@ -51,6 +51,10 @@ def oracle_metrics(oracle, arrays, cross_entropy):
 class DyckTask(Task):
     """Next-token prediction on Dyck-(k, m), evaluated with WCPA and LDPA."""
 
+    # Padding is never a target and START only begins a string: a model that
+    # has not learnt so may still give them weight.
+    never_generated = (dyck.PAD_ID, dyck.START_ID)
+
     def __init__(self, recipe, vocabulary=None):
         self.k, self.m = recipe["task"]["k"], recipe["task"]["m"]
         super().__init__(recipe, vocabulary)
