@@ -33,11 +33,11 @@ Every task has `recipe`, `vocabulary`, `vocab_size`, `start_id` (the id a
 text is read after, or None), `head` (what the model outputs:
 `"language_model"`, `"closing_bracket"`, `"recognizer"`, `"tagger"` or
 `"classifier"`), `text_normalizer` (what raw text goes through before its
-tokens are looked up, or None), `monitor`,
+tokens are looked up, or None), `monitor`, `search_objective`,
 `splits` and the methods `build_model(stateful=False, batch_size=None)`,
 `compile_arguments()`, `train_data()` (the dataset and the callbacks it
 needs), `validation_data()`, `evaluate(model, split)`,
-`report(metrics, split)` and `with_recipe(recipe)`.
+`report(metrics, split)`, `search_callbacks()` and `with_recipe(recipe)`.
 """
 
 from training.tasks.acceptability import AcceptabilityTask
