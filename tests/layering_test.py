@@ -27,6 +27,7 @@ COMMANDS = (
     "training.reproduce",
     "training.preset",
     "tuning.search",
+    "tuning.protocol",
 )
 
 # Bottom to top: (floor, what stands on it, its modules). A module may import

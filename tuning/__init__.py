@@ -1,5 +1,13 @@
 """Keras Tuner hypermodels over the zoo's cells and the search command."""
 
-from tuning.hypermodels import CELL_OPTION_CHOICES, RecurrentHyperModel, cell_options
-
 __all__ = ["CELL_OPTION_CHOICES", "RecurrentHyperModel", "cell_options"]
+
+
+def __getattr__(name):
+    # Imported when first asked for: `python -m tuning.protocol`, which runs
+    # each search in a process of its own, never loads TensorFlow itself.
+    if name in __all__:
+        from tuning import hypermodels
+
+        return getattr(hypermodels, name)
+    raise AttributeError(f"module 'tuning' has no attribute {name!r}")

@@ -12,9 +12,21 @@ way `python -m training.train` would. It searches:
   a classifier's recipe (`training.recipes.LABELING_KINDS`), when asked;
 - the options in `CELL_OPTION_CHOICES` — the number of choice matrices `k`
   (`num_choices`, multi-matrix cells), the number of cells `S` (`num_cells`,
-  second-order LSTM) and the stack depth (`stack_depth`, stack cells) — each
-  as a hyperparameter conditional on `cell`, active only for the cells that
-  take that option.
+  second-order LSTM) and the stack depth (`stack_depth`, stack cells) — and
+  any other constructor option of a cell given (`forget_bias`,
+  `noise_stddev`, `carry_forward`, ...), each as a hyperparameter
+  conditional on `cell`, active only for the cells that take that option;
+  an option no searched cell takes is dropped;
+- recipe keys (`recipe_choices`, e.g. `task.next_symbol_loss`), for every
+  cell alike, except those that decide the data (`DATA_KEYS`): the
+  trials share the recipe's data.
+
+The objective is the task's `search_objective` (validation loss, or for
+recognition strict accuracy on the validation split's positive strings),
+logged by the task's `search_callbacks`. With `seeds_per_trial=N` each trial
+trains N models, whose weights are drawn from seeds `train.seed` to
+`train.seed + N - 1`, on the same data, and scores their mean: a setting
+whose seeds learn or fail by chance is scored by how often it learns.
 
 With `param_budget=P`, `units` is not searched: it is derived for each trial
 so that the model has about `P` parameters, and a trial whose model cannot be
@@ -95,6 +107,79 @@ def _check_any(name, value):
         raise ValueError(f"`{name}` must not be None.")
 
 
+def _same_type(values):
+    """`values` as floats where they mix ints and floats, else as they are."""
+    numbers = all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
+    )
+    if numbers and any(isinstance(v, float) for v in values):
+        return tuple(float(v) for v in values)
+    return values
+
+
+def _index(values, value):
+    """The position of `value` in `values` (`False` is not `0`), or None."""
+    for index, item in enumerate(values):
+        if type(item) is type(value) and item == value:
+            return index
+    return None
+
+
+# The keys that decide a task's data (what is generated or read, how it is
+# split, and a language model's batch rows): the trials of a search share one
+# task's data (`training.tasks.base.Task.with_recipe`), so a search keeps
+# these fixed.
+DATA_KEYS = frozenset(
+    [("train", "seed"), ("train", "batch_size"), ("train", "stateful")]
+    + [
+        ("task", key)
+        for key in recipes.DEFAULTS["task"]
+        if key not in ("step_labels", "next_symbol_loss")  # targets, not data
+    ]
+)
+
+# Recipe keys a search has its own argument for, not searched as recipe keys.
+OWN_ARGUMENTS = {
+    "model.cell": "cells",
+    "model.units": "units",
+    "model.num_layers": "num_layers",
+    "model.dropout": "dropout",
+    "model.bidirectional": "bidirectional",
+    "model.options": "a cell option's own name",
+    "train.learning_rate": "learning_rate",
+}
+
+
+def _check_recipe_choices(recipe, recipe_choices):
+    """Each value of each searched recipe key, checked as `resolve` checks it."""
+    checked = {}
+    for name, value in recipe_choices.items():
+        section, dot, key = name.partition(".")
+        if name in OWN_ARGUMENTS:
+            raise ValueError(
+                f"`{name}` is searched with `{OWN_ARGUMENTS[name]}`; expected "
+                "another recipe key."
+            )
+        defaults = recipes.DEFAULTS.get(section)
+        if not dot or not isinstance(defaults, dict) or key not in defaults:
+            raise ValueError(
+                f"`{name}` is not a recipe key; expected section.key, e.g. "
+                "task.next_symbol_loss."
+            )
+        if (section, key) in DATA_KEYS:
+            raise ValueError(
+                f"`{name}` decides the task's data, which every trial of a search "
+                "shares; expected a key of the model, the loss or the training."
+            )
+        values = _same_type(_choices(name, value, _check_any))
+        for item in values:
+            trial = copy.deepcopy(recipe)
+            trial[section][key] = item
+            recipes.check(trial)  # a RecipeError (ValueError): one line
+        checked[name] = values
+    return checked
+
+
 class RecurrentHyperModel(keras_tuner.HyperModel):
     """Searches a recipe's model: cell, hidden size, layers, learning rate, dropout.
 
@@ -127,9 +212,21 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         task: The recipe's task (`training.tasks.make_task(recipe)`), to share
             its data; made when first needed if `None` (making it reads no
             data, only training does).
+        recipe_choices: `{"section.key": value or values}`: recipe keys to
+            search for every cell (not `DATA_KEYS`, nor the keys
+            searched by the arguments above). Default: none.
+        seeds_per_trial: Models trained per trial, on seeds `train.seed`,
+            `train.seed + 1`, ...; the trial scores their mean. Default: 1.
         name, tunable: As in `keras_tuner.HyperModel`.
         **cell_option_choices: A cell option and its value(s), e.g.
-            `num_choices=(2, 4)`; overrides `CELL_OPTION_CHOICES`.
+            `num_choices=(2, 4)`; overrides `CELL_OPTION_CHOICES`. An option
+            of some other registered cell that no searched cell takes is
+            dropped (`dropped_options`), so one list of options serves
+            searches of different cells.
+
+    Booleans, and values of more than one type (`carry_forward="soft"` or
+    `False`), are searched as their JSON text and decoded (`decoded`): Keras
+    Tuner 1.4 takes one type per choice and stores booleans as 0 and 1.
 
     Example:
 
@@ -153,6 +250,8 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         budget_tolerance=0.05,
         max_units=4096,
         task=None,
+        recipe_choices=None,
+        seeds_per_trial=1,
         name=None,
         tunable=True,
         **cell_option_choices,
@@ -194,21 +293,31 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         check_number("budget_tolerance", budget_tolerance, 0, 1, low_open=True)
         check_positive_int("max_units", max_units)
         check_number("max_units", max_units, 1, recipes.RANGES["model", "units"].high)
+        check_positive_int("seeds_per_trial", seeds_per_trial)
         accepted = set().union(*(cell_options(cell) for cell in cells))
+        registered = set().union(*map(cell_options, zoo.available_cells()))
         for option in cell_option_choices:
-            if option not in accepted:
+            if option not in registered:
                 raise ValueError(
-                    f"`{option}` is not an option of any searched cell "
-                    f"({', '.join(cells)}); expected one of: "
+                    f"`{option}` is not an option of any cell; expected one of: "
                     f"{', '.join(sorted(CELL_OPTION_CHOICES))} or another "
-                    "constructor argument of those cells."
+                    "constructor argument of the searched cells "
+                    f"({', '.join(cells)})."
                 )
         choices = {
             option: values
             for option, values in CELL_OPTION_CHOICES.items()
             if option in accepted
         }
-        choices.update(cell_option_choices)
+        choices.update(
+            (option, values)
+            for option, values in cell_option_choices.items()
+            if option in accepted
+        )
+        self.dropped_options = tuple(
+            option for option in cell_option_choices if option not in accepted
+        )
+        self.recipe_choices = _check_recipe_choices(recipe, recipe_choices or {})
         super().__init__(name=name, tunable=tunable)
         self.recipe = copy.deepcopy(recipe)
         self.cells = cells
@@ -216,8 +325,22 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         self.budget_tolerance = budget_tolerance
         self.max_units = max_units
         self.cell_option_choices = {
-            option: _choices(option, values, _check_any)
+            option: _same_type(_choices(option, values, _check_any))
             for option, values in choices.items()
+        }
+        self.seeds_per_trial = seeds_per_trial
+        searched = {
+            "cell": self.cells,
+            "bidirectional": self.bidirectional,
+            **self.cell_option_choices,
+            **self.recipe_choices,
+        }
+        # Searched as JSON text: Keras Tuner takes one type per choice, and
+        # turns booleans into 0 and 1.
+        self._encoded = {
+            name
+            for name, values in searched.items()
+            if len({type(v) for v in values}) > 1 or isinstance(values[0], bool)
         }
         self._task = task
         self._parameter_counts = {}
@@ -231,17 +354,28 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
 
     @property
     def objective(self):
-        """The tuner objective: the task's monitored metric, minimized."""
-        return keras_tuner.Objective(self.task.monitor, direction="min")
+        """The tuner objective: the task's `search_objective`."""
+        name, direction = self.task.search_objective
+        return keras_tuner.Objective(name, direction=direction)
 
     def _choice(self, hp, name, values, default, parents=None):
         if len(values) == 1:
             return values[0]
-        default = default if default in values else values[0]
+        index = _index(values, default)
+        if name in self._encoded:
+            values = [json.dumps(value) for value in values]
+        default = values[0 if index is None else index]
         if parents is None:
-            return hp.Choice(name, list(values), default=default)
+            return self.decoded(name, hp.Choice(name, list(values), default=default))
         with hp.conditional_scope("cell", list(parents)):
-            return hp.Choice(name, list(values), default=default)
+            value = hp.Choice(name, list(values), default=default)
+        return self.decoded(name, value)
+
+    def decoded(self, name, value):
+        """A value of hyperparameter `name` as the recipe takes it."""
+        if name in self._encoded and value is not None:
+            return json.loads(value)
+        return value
 
     def recipe_for(self, hp):
         """Returns the recipe of the trial `hp` (declaring its hyperparameters).
@@ -269,6 +403,11 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             if cell in parents:
                 options[option] = value
         recipe = copy.deepcopy(self.recipe)
+        for name, values in self.recipe_choices.items():
+            section, key = name.split(".")
+            recipe[section][key] = self._choice(
+                hp, name, values, self.recipe[section][key]
+            )
         model, train = recipe["model"], recipe["train"]
         model["cell"], model["options"] = cell, options
         model["num_layers"] = self._choice(
@@ -406,12 +545,17 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         """Trains `model` as `training.train` trains the trial's recipe.
 
         Compiles and fits with `training.fitting.fit`: the data, epochs and
-        callbacks come from the recipe; the tuner's keyword arguments
+        callbacks come from the recipe, with the task's `search_callbacks`
+        (which log the objective) first; the tuner's keyword arguments
         (`callbacks`, `epochs`, `initial_epoch` from Hyperband, `verbose`,
         ...) go on to `model.fit`. Data arguments (`x`, `y`, `batch_size`,
         `validation_data`, ...) are refused: the trial's data are the
         recipe's. The history also records the model's parameter count as
-        `parameters`.
+        `parameters`. With `seeds_per_trial` above 1, `model` is the first
+        seed's; a model is built and trained for each further seed, the
+        histories come back as a list (Keras Tuner scores their mean), and
+        history `i` also logs the objective as `seed_i_OBJECTIVE`, which
+        the trial's metrics keep per seed (`seed_scores`).
 
         Raises:
             ValueError: positional arguments or data arguments were given
@@ -425,13 +569,47 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             )
         recipe = self.recipe_for(hp)
         count = self.check_budget(recipe)
-        history = fitting.fit(
-            model,
-            self._trial_task(recipe),
-            callbacks=kwargs.pop("callbacks", ()),
-            verbose=kwargs.pop("verbose", 2),
-            **kwargs,
-        )
-        epochs_run = len(history.history.get("loss", ()))
-        history.history["parameters"] = [float(count)] * epochs_run
-        return history
+        task = self._trial_task(recipe)
+        callbacks = list(kwargs.pop("callbacks", ()))
+        verbose = kwargs.pop("verbose", 2)
+        objective = self.objective.name
+        histories = []
+        for index in range(self.seeds_per_trial):
+            if index:
+                keras.utils.set_random_seed(self.seed_of(recipe, index))
+                model = task.build_model()
+            history = fitting.fit(
+                model,
+                task,
+                callbacks=[*task.search_callbacks(), *callbacks],
+                verbose=verbose,
+                **kwargs,
+            )
+            epochs_run = len(history.history.get("loss", ()))
+            history.history["parameters"] = [float(count)] * epochs_run
+            if self.seeds_per_trial > 1 and objective in history.history:
+                history.history[seed_metric(index, objective)] = list(
+                    history.history[objective]
+                )
+            histories.append(history)
+        return histories[0] if len(histories) == 1 else histories
+
+    @staticmethod
+    def seed_of(recipe, index):
+        """The seed the weights of a trial's model `index` are drawn from."""
+        return (recipe["train"]["seed"] + index) % 2**32
+
+    def seed_scores(self, trial):
+        """`[objective of each seed]` of a finished trial (None where missing)."""
+        objective = self.objective.name
+        scores = []
+        for index in range(self.seeds_per_trial):
+            name = seed_metric(index, objective)
+            exists = trial.metrics.exists(name)
+            scores.append(trial.metrics.get_last_value(name) if exists else None)
+        return scores
+
+
+def seed_metric(index, objective):
+    """The name a trial's metrics keep seed `index`'s objective under."""
+    return f"seed_{index}_{objective}"

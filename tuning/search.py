@@ -5,13 +5,21 @@
         [--directory DIR] [--project-name NAME] [--overwrite] [--scale small|paper]
         [--cells a,b] [--units 32,64] [--num-layers 1,2] [--learning-rate LOW,HIGH]
         [--dropout 0,0.2] [--bidirectional false,true] [--option NAME=V1,V2 ...]
+        [--seeds-per-trial N] [--record FOLDER]
 
-Running the same command again resumes the search in DIR/NAME: finished
-trials are kept, an interrupted one is run again, and `--max-trials` counts
-the trials already run; `--overwrite` starts afresh. At the end it prints a
-table of the trials (hyperparameters, parameter count, objective) and writes
-the best trial's recipe to DIR/NAME/best_recipe.toml, which
-`python -m training.train DIR/NAME/best_recipe.toml` trains.
+`--option NAME=V1,V2` searches a cell option (conditional on the cells that
+take it; dropped where no searched cell does) or, when NAME has a dot, a
+recipe key `section.key` (every cell alike). Running the same command again
+resumes the search in DIR/NAME: finished trials are kept, an interrupted one
+is run again, and `--max-trials` counts the trials already run;
+`--overwrite` starts afresh. At the end it prints a table of the trials
+(hyperparameters, parameter count, objective, and each seed's objective with
+`--seeds-per-trial`) and writes it to DIR/NAME/summary.txt and, as JSON,
+DIR/NAME/trials.json, and the best trial's recipe to
+DIR/NAME/best_recipe.toml, which `python -m training.train
+DIR/NAME/best_recipe.toml` trains. `--record FOLDER` copies these and the
+search's settings to FOLDER: the small files to commit (DIR also holds
+Keras Tuner's checkpoints).
 
 With the KERASTUNER_TUNER_ID, KERASTUNER_ORACLE_IP and KERASTUNER_ORACLE_PORT
 environment variables set, the same command is one process of a distributed
@@ -28,6 +36,7 @@ from pathlib import Path
 import keras_tuner
 
 from training import file_schema, plots, recipes
+from training.callbacks import write_atomically
 from training.recipe_files import write_recipe
 from tuning.hypermodels import RecurrentHyperModel
 
@@ -36,12 +45,14 @@ TUNERS = {
     "bayesian": keras_tuner.BayesianOptimization,
     "hyperband": keras_tuner.Hyperband,
 }
-BEST_RECIPE, SUMMARY = "best_recipe.toml", "summary.txt"
+BEST_RECIPE, SUMMARY, TRIALS = "best_recipe.toml", "summary.txt", "trials.json"
 # Written into every project of `main`: its settings, which mark the folder as
 # a search of ours (only such a folder is deleted by --overwrite) and which a
 # resumed search must repeat.
 SETTINGS = "zoo_search.json"
 ZERO_SEED = 2**31 - 1  # what seed 0 is passed as (see `make_tuner`)
+# What `--record` copies: small text files, no weights.
+RECORD_FILES = (SUMMARY, TRIALS, BEST_RECIPE, SETTINGS)
 
 
 def make_tuner(
@@ -108,7 +119,8 @@ def _format(value):
 def trial_rows(tuner, hypermodel):
     """One dict per trial, in trial order: its id, status, hyperparameters
     (`None` where inactive), `units` (derived with a parameter budget),
-    `parameters` and the objective."""
+    `parameters`, the objective and, with more than one seed per trial,
+    each seed's objective (`seed_0`, `seed_1`, ...)."""
     objective = tuner.oracle.objective.name
     names = []  # in the order the hypermodel declares them
     for hp in tuner.oracle.get_space().space:
@@ -118,7 +130,8 @@ def trial_rows(tuner, hypermodel):
     for trial_id, trial in sorted(tuner.oracle.trials.items()):
         recipe = hypermodel.recipe_for(trial.hyperparameters.copy())
         row = {"trial": trial_id, "status": trial.status.lower()}
-        row.update({name: trial.hyperparameters.values.get(name) for name in names})
+        values = trial.hyperparameters.values
+        row.update({name: hypermodel.decoded(name, values.get(name)) for name in names})
         if hypermodel.param_budget is not None:
             row["units"] = recipe["model"]["units"]
         if trial.metrics.exists("parameters"):
@@ -126,6 +139,9 @@ def trial_rows(tuner, hypermodel):
         else:
             row["parameters"] = hypermodel.count_parameters(recipe)
         row[objective] = trial.score
+        if hypermodel.seeds_per_trial > 1:
+            for index, score in enumerate(hypermodel.seed_scores(trial)):
+                row[f"seed_{index}"] = score
         rows.append(row)
     return rows
 
@@ -178,14 +194,28 @@ def _values(text, name, convert=json.loads):
     return values[0] if len(values) == 1 else values
 
 
-def _parse_options(texts):
-    options = {}
+def _json_or_text(text):
+    """A JSON value (`0.1`, `false`, `"soft"`), else the text itself (`soft`)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text.strip()
+
+
+def parse_options(texts):
+    """`--option` texts -> `(cell options, recipe keys)`, each `{name: values}`.
+
+    A name with a dot is a recipe key (`task.next_symbol_loss`), any other a
+    cell option; values are JSON where they parse (`0.1`, `false`), else text.
+    """
+    options, recipe_keys = {}, {}
     for text in texts:
         name, sep, values = text.partition("=")
         if not sep or not name or not values:
             raise ValueError(f"--option {text!r} must look like NAME=VALUE,VALUE.")
-        options[name] = _values(values, name)
-    return options
+        target = recipe_keys if "." in name else options
+        target[name] = _values(values, name, _json_or_text)
+    return options, recipe_keys
 
 
 def build_parser():
@@ -223,7 +253,21 @@ def build_parser():
         default=[],
         metavar="NAME=V1,V2",
         help="a cell option to search (default: num_choices=2,4,8, num_cells=2,3,4, "
-        "stack_depth=8,16,32,64 for the cells that take them)",
+        "stack_depth=8,16,32,64 for the cells that take them), or with a dot a "
+        "recipe key section.key",
+    )
+    parser.add_argument(
+        "--seeds-per-trial",
+        type=int,
+        default=1,
+        help="models per trial, on seeds train.seed, train.seed + 1, ...; the trial "
+        "scores their mean",
+    )
+    parser.add_argument(
+        "--record",
+        default=None,
+        metavar="FOLDER",
+        help="copy the summary, trials.json, best recipe and settings there",
     )
     parser.add_argument("--seed", type=int, default=None, help="default: train.seed")
     parser.add_argument("--executions-per-trial", type=int, default=1)
@@ -247,8 +291,13 @@ def search_settings(args, recipe, hypermodel):
         "seed": args.seed,
         "executions_per_trial": args.executions_per_trial,
     }
-    if getattr(args, "bidirectional", None) is not None:  # older searches resume
+    # Set only where used, so that searches made before these existed resume.
+    if getattr(args, "bidirectional", None) is not None:
         settings["bidirectional"] = hypermodel.bidirectional
+    if hypermodel.recipe_choices:
+        settings["recipe_choices"] = hypermodel.recipe_choices
+    if hypermodel.seeds_per_trial > 1:
+        settings["seeds_per_trial"] = hypermodel.seeds_per_trial
     return json.loads(json.dumps(settings))  # tuples as lists, as read back
 
 
@@ -298,6 +347,26 @@ def check_project(directory, project_name, settings, overwrite):
     return project_dir
 
 
+def record(project_dir, folder):
+    """Copies a search's small files (`RECORD_FILES`) to `folder`, if given.
+
+    What a search leaves to commit: the summary, the trials as JSON, the
+    best recipe and the settings, without Keras Tuner's checkpoints. A file
+    the search has not written (no best recipe yet) is removed from `folder`.
+    """
+    if folder is None:
+        return
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in RECORD_FILES:
+        source = project_dir / name
+        if source.is_file():
+            write_atomically(folder / name, source.read_text())
+        else:
+            (folder / name).unlink(missing_ok=True)
+    print(f"Record: {folder}")
+
+
 def is_worker():
     """Whether this process is a worker of a distributed search (not its chief)."""
     return "KERASTUNER_ORACLE_IP" in os.environ and "chief" not in os.environ.get(
@@ -323,6 +392,7 @@ def main(argv=None):
         plots.check_out_dir(args.directory, "--directory")  # not a file
         recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
         learning_rate = _values(args.learning_rate, "learning_rate", float)
+        cell_option_choices, recipe_choices = parse_options(args.option)
         hypermodel = RecurrentHyperModel(
             recipe,
             cells=args.cells.split(",") if args.cells else None,
@@ -336,7 +406,9 @@ def main(argv=None):
             if args.bidirectional is None
             else _values(args.bidirectional, "bidirectional"),
             param_budget=args.param_budget,
-            **_parse_options(args.option),
+            recipe_choices=recipe_choices,
+            seeds_per_trial=args.seeds_per_trial,
+            **cell_option_choices,
         )
         settings = search_settings(args, recipe, hypermodel)
         if not worker:  # a worker joins the chief's project
@@ -360,6 +432,11 @@ def main(argv=None):
             (project_dir / SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    if hypermodel.dropped_options:
+        print(
+            f"Not searched (no searched cell takes them): "
+            f"{', '.join(hypermodel.dropped_options)}."
+        )
 
     import tensorflow as tf
 
@@ -385,6 +462,14 @@ def main(argv=None):
     rows = trial_rows(tuner, hypermodel)
     table = format_table(rows) if rows else "(no trials)"
     (project_dir / SUMMARY).write_text(table + "\n")
+    objective = tuner.oracle.objective.name
+    trials_record = {
+        "objective": objective,
+        "direction": tuner.oracle.objective.direction,
+        "seeds_per_trial": hypermodel.seeds_per_trial,
+        "trials": rows,
+    }
+    (project_dir / TRIALS).write_text(json.dumps(trials_record, indent=2) + "\n")
     print(f"\nSearch {project_dir}: {len(rows)} trials\n")
     print(table)
     command = " ".join(["python -m tuning.search", *(argv or sys.argv[1:])])
@@ -392,11 +477,13 @@ def main(argv=None):
     if stopped:
         print(f"\nSearch stopped: {stopped}.")
     if best is None:
+        (project_dir / BEST_RECIPE).unlink(missing_ok=True)
+        record(project_dir, args.record)
         print("No trial completed, so there is no best recipe.")
         return 1
     trial, recipe = best
     path = write_recipe(recipe, project_dir / BEST_RECIPE)
-    objective = tuner.oracle.objective.name
+    record(project_dir, args.record)
     print(
         f"\nBest trial {trial.trial_id}: {objective} {trial.score:.4f}, "
         f"{recipe['model']['cell']} with units={recipe['model']['units']}, "

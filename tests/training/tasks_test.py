@@ -383,6 +383,78 @@ def test_strict_on_positives_counts_positive_strings_alone():
     assert "strict on positives" in task.report(metrics, "test")
 
 
+def test_next_symbol_on_positives_ignores_the_accept_output():
+    task = make_task(tiny_recipe("recognition", extra=["train.jit_compile=false"]))
+    arrays = task.arrays["test"]
+    # Every next symbol legal, every accept output wrong: only the readings
+    # that look at the next symbol alone count the positive strings right.
+    wrong_accept = 1.0 - arrays.prefix_labels[..., None]
+    outputs = {
+        "accept": wrong_accept,
+        "next_symbol": arrays.legal_next.astype("float32"),
+    }
+    metrics = task.evaluate(FixedOutputs(outputs), "test")
+    assert metrics["next_symbol_positives"] == 1.0
+    assert metrics["strict_positives"] == metrics["strict"] == 0.0
+    assert "next symbol legal on positives 1.0000" in task.report(metrics, "test")
+
+
+@pytest.mark.parametrize(
+    "step_labels, next_symbol_loss, accept, next_weight",
+    [
+        # Mali et al.'s loss: the string's label at every step, the next
+        # symbol of every string.
+        ("string", "all", [[1, 1, 1, 1], [0, 0, 0, 0]], [[1, 1, 1, 1]] * 2),
+        # The recipes': the prefix's membership, the positives' next symbols.
+        ("prefix", "positives", [[0, 0, 0, 1], [0, 0, 0, 0]], [[1] * 4, [0] * 4]),
+    ],
+)
+def test_recognition_targets_follow_step_labels_and_next_symbol_loss(
+    step_labels, next_symbol_loss, accept, next_weight
+):
+    extra = [
+        "task.language=palindrome",
+        f"task.step_labels={step_labels}",
+        f"task.next_symbol_loss={next_symbol_loss}",
+        "train.batch_size=2",
+    ]
+    task = make_task(tiny_recipe("recognition", extra=extra))
+    a, b, c = 3, 4, 5
+    split = recognition.RecognitionSplit(
+        strings=[[a, c, a], [a, c, b]],  # a palindrome and a hard negative
+        labels=np.array([1, 0]),
+        is_hard=np.array([False, True]),
+        min_length=3,
+        max_length=3,
+    )
+    task.arrays = {"train": recognition.frame(split, "palindrome")}
+    dataset, _ = task.train_data()
+    inputs, targets, weights = next(iter(dataset))
+    order = np.argsort(inputs.numpy()[:, 3])  # the palindrome first
+    assert inputs.numpy()[order].tolist() == [[1, a, c, a], [1, a, c, b]]
+    assert targets["next_symbol"].numpy()[order].tolist() == [
+        [a, c, a, dyck.END_ID],
+        [a, c, b, dyck.END_ID],
+    ]
+    assert targets["accept"].numpy()[order][..., 0].tolist() == accept
+    assert weights["next_symbol"].numpy()[order].tolist() == next_weight
+    assert weights["accept"].numpy().tolist() == [[1, 1, 1, 1]] * 2
+
+
+def test_search_callbacks_log_strict_accuracy_on_the_validation_split():
+    task = make_task(tiny_recipe("recognition"))
+    assert task.search_objective == ("val_strict_positives", "max")
+    model = task.build_model()
+    (callback,) = task.search_callbacks()
+    callback.set_model(model)
+    callback.on_train_begin()
+    logs = {}
+    callback.on_epoch_end(0, logs)
+    metrics = task.evaluate(model, "valid")
+    for name in ("strict", "strict_positives", "next_symbol_positives"):
+        assert logs[f"val_{name}"] == pytest.approx(metrics[name])
+
+
 def test_curriculum_feeds_short_strings_first():
     extra = ["train.curriculum=true", "train.epochs=4"]
     task = make_task(tiny_recipe("recognition", extra=extra))

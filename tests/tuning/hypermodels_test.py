@@ -182,7 +182,22 @@ def test_fit_passes_the_tuners_arguments_on_and_refuses_data(recipe, task):
         ({"dropout": [0.0, 1.0]}, r"`dropout` must be in \[0, 1\)"),
         ({"param_budget": 0}, "`param_budget` must be a positive integer"),
         ({"budget_tolerance": 0}, r"`budget_tolerance` must be in \(0"),
-        ({"stack_depth": [8, 16]}, "`stack_depth` is not an option of any searched"),
+        ({"nope": [8, 16]}, "`nope` is not an option of any cell"),
+        ({"seeds_per_trial": 0}, "`seeds_per_trial` must be a positive integer"),
+        (
+            {"recipe_choices": {"train.learning_rate": [1e-3, 1e-2]}},
+            "searched with `learning_rate`",
+        ),
+        ({"recipe_choices": {"task.nope": [1, 2]}}, "`task.nope` is not a recipe key"),
+        ({"recipe_choices": {"epochs": [1, 2]}}, "`epochs` is not a recipe key"),
+        (
+            {"recipe_choices": {"task.m": [2, 4]}},
+            "`task.m` decides the task's data",
+        ),
+        (
+            {"recipe_choices": {"task.next_symbol_loss": ["all", "some"]}},
+            "Unknown task.next_symbol_loss 'some'",
+        ),
         ({"bidirectional": "yes"}, "`bidirectional` must be True or False"),
         ({"bidirectional": [False, True]}, "expected False for task.kind 'dyck'"),
     ],
@@ -203,7 +218,7 @@ def test_a_search_covers_taggers_and_classifiers_both_ways(kind):
         bidirectional=[False, True],
         stack_depth=4,
     )
-    hp = declared(hypermodel, cell="stack_rnn", num_layers=2, bidirectional=True)
+    hp = declared(hypermodel, cell="stack_rnn", num_layers=2, bidirectional="true")
     trial = hypermodel.recipe_for(hp)
     assert trial["model"]["bidirectional"] is True
     assert trial["model"]["options"] == {"stack_depth": 4}
@@ -217,3 +232,87 @@ def test_a_search_covers_taggers_and_classifiers_both_ways(kind):
     fixed = RecurrentHyperModel(recipe, units=4, num_layers=1)
     trial = fixed.recipe_for(keras_tuner.HyperParameters())
     assert trial["model"]["bidirectional"] is False
+
+
+def test_an_option_no_searched_cell_takes_is_dropped(recipe, task):
+    hypermodel = RecurrentHyperModel(
+        recipe,
+        stack_depth=[8, 16],
+        forget_bias=[0, 1],
+        unit_forget_bias=[False, True],
+        task=task,
+    )
+    assert hypermodel.dropped_options == ("stack_depth", "forget_bias")
+    hp = declared(hypermodel, unit_forget_bias="false")  # booleans as JSON text
+    (entry,) = [h for h in hp.space if "bias" in h.name or "stack" in h.name]
+    assert (entry.name, list(entry.values)) == ("unit_forget_bias", ["false", "true"])
+    assert hypermodel.recipe_for(hp)["model"]["options"] == {"unit_forget_bias": False}
+    assert hypermodel.build(hp).get_layer("lstm_0").cell.unit_forget_bias is False
+
+
+def test_values_of_several_types_are_searched_as_json_text():
+    recipe = tiny_recipe("recognition")
+    hypermodel = RecurrentHyperModel(
+        recipe,
+        cells=["stack_rnn", "diffstk_rnn"],
+        units=4,
+        num_layers=1,
+        dropout=0.0,
+        carry_forward=["soft", "hard", False],
+        noise_stddev=[0, 0.1],
+    )
+    hp = declared(hypermodel, cell="diffstk_rnn", carry_forward="false")
+    (entry,) = [h for h in hp.space if h.name == "carry_forward"]
+    assert list(entry.values) == ['"soft"', '"hard"', "false"]
+    assert conditions(hp, "carry_forward") == [("cell", ["diffstk_rnn"])]
+    (noise,) = [h for h in hp.space if h.name == "noise_stddev"]
+    assert list(noise.values) == [0.0, 0.1]  # one type: searched as they are
+    options = hypermodel.recipe_for(hp)["model"]["options"]
+    assert options["carry_forward"] is False
+    assert hypermodel.decoded("carry_forward", '"hard"') == "hard"
+    cell = hypermodel.build(hp).get_layer("recurrent").cell
+    assert cell.carry_forward is False
+
+
+def test_recipe_keys_are_searched_for_every_cell():
+    recipe = tiny_recipe("recognition")
+    hypermodel = RecurrentHyperModel(
+        recipe,
+        cells=["lstm", "diffstk_rnn"],
+        units=4,
+        num_layers=1,
+        dropout=0.0,
+        stack_depth=8,
+        recipe_choices={"task.next_symbol_loss": ["all", "positives"]},
+    )
+    hp = declared(hypermodel, cell="lstm", **{"task.next_symbol_loss": "all"})
+    assert conditions(hp, "task.next_symbol_loss") == []
+    assert recipe["task"]["next_symbol_loss"] == "positives"
+    trial = hypermodel.recipe_for(hp)
+    assert trial["task"]["next_symbol_loss"] == "all"
+    assert hypermodel.recipe_for(declared(hypermodel))["task"] == recipe["task"]
+
+
+def test_recognition_is_scored_by_strict_accuracy_over_several_seeds():
+    recipe = tiny_recipe("recognition", extra=["train.epochs=1"])
+    hypermodel = RecurrentHyperModel(
+        recipe, units=4, num_layers=1, dropout=0.0, seeds_per_trial=2
+    )
+    objective = hypermodel.objective
+    assert (objective.name, objective.direction) == ("val_strict_positives", "max")
+    hp = declared(hypermodel)
+    model = hypermodel.build(hp)
+    first = [w.copy() for w in model.get_weights()]
+    histories = hypermodel.fit(hp, model, verbose=0)
+    assert len(histories) == 2
+    for index, history in enumerate(histories):
+        logs = history.history
+        assert len(logs["val_strict_positives"]) == 1
+        assert (
+            logs[f"seed_{index}_val_strict_positives"] == (logs["val_strict_positives"])
+        )
+    # The second seed's model started from other weights.
+    keras.utils.set_random_seed(hypermodel.seed_of(recipe, 1))
+    second = hypermodel.task.build_model().get_weights()
+    assert any((a != b).any() for a, b in zip(first, second, strict=True))
+    assert histories[0].history["loss"] != histories[1].history["loss"]

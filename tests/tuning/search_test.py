@@ -202,3 +202,57 @@ def test_same_seed_draws_the_same_trials(tmp_path):
     assert [t["hyperparameters"]["values"] for t in first.values()] == [
         t["hyperparameters"]["values"] for t in second.values()
     ]
+
+
+def test_parse_options_routes_recipe_keys_and_reads_text_values():
+    options, recipe_keys = search.parse_options(
+        ["carry_forward=soft,false", "noise_stddev=0,0.1", "task.step_labels=string"]
+    )
+    assert options == {"carry_forward": ["soft", False], "noise_stddev": [0, 0.1]}
+    assert recipe_keys == {"task.step_labels": "string"}
+
+
+RECOGNITION = [
+    "--recipe",
+    "recognition_d2_diffstk_rnn",
+    *tiny.TINY["recognition"],
+    "train.epochs=1",
+    "--units",
+    "4",
+    "--num-layers",
+    "1",
+    "--dropout",
+    "0",
+    "--verbose",
+    "0",
+]
+
+
+def test_a_recognition_search_over_seeds_writes_its_record(tmp_path, capsys):
+    argv = [*RECOGNITION, "--directory", str(tmp_path / "runs")]
+    argv += ["--project-name", "d2", "--max-trials", "1", "--seeds-per-trial", "2"]
+    argv += ["--option", "carry_forward=soft,false", "--option", "forget_bias=0,1"]
+    argv += ["--option", "task.next_symbol_loss=all,positives"]
+    record = tmp_path / "record"
+    assert search.main([*argv, "--record", str(record)]) == 0
+    output = capsys.readouterr().out
+    assert "Not searched (no searched cell takes them): forget_bias." in output
+    assert sorted(p.name for p in record.iterdir()) == sorted(search.RECORD_FILES)
+    saved = json.loads((record / search.TRIALS).read_text())
+    assert (saved["objective"], saved["direction"]) == ("val_strict_positives", "max")
+    (row,) = saved["trials"]
+    assert row["status"] == "completed"
+    assert row["carry_forward"] in ("soft", False)
+    assert row["val_strict_positives"] == pytest.approx(
+        (row["seed_0"] + row["seed_1"]) / 2
+    )
+    best = recipes.resolve(str(record / search.BEST_RECIPE))
+    assert best["model"]["options"]["carry_forward"] == row["carry_forward"]
+    assert best["task"]["next_symbol_loss"] == row["task.next_symbol_loss"]
+    header = (record / search.SUMMARY).read_text().splitlines()[0]
+    assert "task.next_symbol_loss" in header and "seed_1" in header
+    # Resuming with another number of seeds per trial is refused.
+    with pytest.raises(SystemExit) as exit_info:
+        search.main([*argv[:-2], "--seeds-per-trial", "1"])
+    assert exit_info.value.code == 2
+    assert "seeds_per_trial differ" in capsys.readouterr().err

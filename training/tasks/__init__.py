@@ -34,11 +34,11 @@ text is read after, or None), `end_id` and `never_generated` (the id that
 ends a sampled text, or None, and the ids one never holds), `head` (what
 the model outputs: `"language_model"`, `"closing_bracket"`, `"recognizer"`,
 `"tagger"` or `"classifier"`), `text_normalizer` (what raw text goes through before its
-tokens are looked up, or None), `monitor`,
+tokens are looked up, or None), `monitor`, `search_objective`,
 `splits` and the methods `build_model(stateful=False, batch_size=None)`,
 `compile_arguments()`, `train_data()` (the dataset and the callbacks it
 needs), `validation_data()`, `evaluate(model, split)`,
-`report(metrics, split)` and `with_recipe(recipe)`.
+`report(metrics, split)`, `search_callbacks()` and `with_recipe(recipe)`.
 """
 
 from training.tasks.acceptability import AcceptabilityTask

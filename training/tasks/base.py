@@ -27,6 +27,10 @@ class Task:
     """What every task shares: the recipe, the vocabulary, the language model."""
 
     monitor = "val_loss"
+    # What a hyperparameter search (`tuning.hypermodels`) optimizes: a column
+    # of the epoch logs and "min" or "max"; `search_callbacks` log it where
+    # Keras does not.
+    search_objective = ("val_loss", "min")
     head = "language_model"
     end_id = None  # the id that ends a generated string, if the task has one
     never_generated = ()  # ids a generated text never holds (padding, START)
@@ -132,6 +136,14 @@ class Task:
 
         `training.fitting.fit` runs them before every other callback, so the
         run's `log.csv` holds their columns. None by default.
+        """
+        return []
+
+    def search_callbacks(self):
+        """Callbacks that log `search_objective` per epoch, for a search only.
+
+        A hyperparameter search passes them to `training.fitting.fit`;
+        training does not run them. None by default (`val_loss` is Keras's).
         """
         return []
 

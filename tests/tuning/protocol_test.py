@@ -1,0 +1,72 @@
+import pytest
+
+from tests.training import tiny
+from tuning import protocol, search
+
+
+def test_every_row_of_a_protocol_gets_the_same_search():
+    stack = protocol.PROTOCOLS["stack_d2"]
+    assert list(stack.rows) == [
+        "stack_rnn",
+        "diffstk_rnn",
+        "diffstk_mrnn",
+        "diffstk_mirnn",
+        "diffstk_lstm",
+        "diffstk_mlstm",
+        "lstm",
+        "gru",
+    ]
+    parser = search.build_parser()
+    parsed = {
+        row: vars(parser.parse_intermixed_args(protocol.row_arguments("stack_d2", row)))
+        for row in stack.rows
+    }
+    differ = {"cells", "project_name", "record"}
+    for row, args in parsed.items():
+        assert args["cells"] == stack.rows[row] and args["project_name"] == row
+        assert args["record"] == f"results/tuning/stack_d2/{row}"
+        assert args["scale"] == "paper"
+        same = {k: v for k, v in args.items() if k not in differ}
+        assert same == {k: v for k, v in parsed["gru"].items() if k not in differ}
+    assert parsed["gru"]["max_trials"] == stack.max_trials
+    assert parsed["gru"]["seeds_per_trial"] == stack.seeds_per_trial
+
+
+def test_dry_run_prints_one_command_per_row(capsys):
+    assert protocol.main(["stack_d2", "--dry-run", "--rows", "lstm,gru"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith("python -m tuning.search --recipe") for line in lines)
+    assert "--cells gru" in lines[1]
+
+
+def test_unknown_row_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        protocol.main(["stack_d2", "--rows", "gru,nope"])
+    assert exit_info.value.code == 2
+    assert "unknown row(s) nope" in capsys.readouterr().err
+
+
+@pytest.mark.processes
+def test_a_protocol_row_searches_records_and_resumes(tmp_path, capfd):
+    argv = ["stack_d2", *tiny.TINY["recognition"], "train.epochs=1", "--rows", "gru"]
+    argv += ["--max-trials", "1", "--seeds-per-trial", "1", "--verbose", "0"]
+    argv += ["--directory", str(tmp_path / "runs"), "--record", str(tmp_path / "rec")]
+    assert protocol.main(argv) == 0
+    record = tmp_path / "rec" / "stack_d2" / "gru"
+    assert sorted(p.name for p in record.iterdir()) == sorted(search.RECORD_FILES)
+    header = (record / search.SUMMARY).read_text().splitlines()[0]
+    # The GRU takes none of the cell options: only the shared ones remain.
+    assert [name.strip() for name in header.split("|")[1:-1]] == [
+        "trial",
+        "status",
+        "task.next_symbol_loss",
+        "learning_rate",
+        "parameters",
+        "val_strict_positives",
+    ]
+    first = (record / search.TRIALS).read_text()
+    capfd.readouterr()
+    assert protocol.main(argv) == 0  # resumed: nothing left to run
+    assert "Reloading Tuner" in capfd.readouterr().out
+    assert (record / search.TRIALS).read_text() == first
