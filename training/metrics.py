@@ -8,7 +8,8 @@
 - `recognition_accuracy`: string classification accuracy at the last step,
   overall and per length bin; `strict_recognition_accuracy`: a string counts
   only when every step is right (accept and legal next symbol), the
-  criterion the tables of Mali et al. (2020) correspond to.
+  criterion the tables of Mali et al. (2020) correspond to;
+  `recognition_metrics`: all of them for one split, as metrics.json holds them.
 - `accuracy_by_group`: the accuracy of labels (tags or classes) per value
   of a grouping (depth, phenomenon, suite).
 - `cross_entropy`, `perplexity`, `bits_per_character` and
@@ -275,6 +276,66 @@ def strict_recognition_accuracy(
         right &= legal | ~positive
     correct = np.all(right | ~counted, axis=1)  # (N,)
     return _accuracy_by_length(correct, lengths, bin_edges)
+
+
+def recognition_metrics(arrays, accept, next_symbol):
+    """A recognition split's metrics, as a run's metrics.json holds them.
+
+    `arrays` is the split's `RecognitionArrays`, `accept` the `(N, T)`
+    per-step accept scores and `next_symbol` the `(N, T, V)` next-symbol
+    scores, of a model or of a rule (REPRODUCTION.md's rule rows). Returns
+    `accuracy` (the accept output at the last step, `recognition_accuracy`),
+    `strict_accept` (accept right at every step for the prefix's
+    membership), `strict` (that and, on positive strings, a legal arg-max
+    next symbol at every step: `strict_recognition_accuracy`),
+    `strict_positives` (`strict` over the positive strings alone, None
+    without any), `per_length` (20-symbol bins), `strings` and `positives`.
+    """
+    edges = list(range(0, int(arrays.lengths.max()) + 20, 20))
+    final = recognition_accuracy(accept, arrays.labels, arrays.lengths, bin_edges=edges)
+    strict_accept = strict_recognition_accuracy(
+        accept, arrays.prefix_labels, arrays.lengths, bin_edges=edges
+    )
+    strict = strict_recognition_accuracy(
+        accept,
+        arrays.prefix_labels,
+        arrays.lengths,
+        labels=arrays.labels,
+        next_symbol=next_symbol,
+        legal_next=arrays.legal_next,
+        bin_edges=edges,
+    )
+    # The same on positive strings only: the reading under which the
+    # paper's plain RNNs score near 0 (REPRODUCTION.md, "The metric").
+    positive = arrays.labels == 1
+    strict_positives = None
+    if positive.any():
+        strict_positives = strict_recognition_accuracy(
+            accept[positive],
+            arrays.prefix_labels[positive],
+            arrays.lengths[positive],
+            labels=arrays.labels[positive],
+            next_symbol=next_symbol[positive],
+            legal_next=arrays.legal_next[positive],
+        ).overall
+    per_length = {}
+    for (low, high), (value, count) in final.per_bin.items():
+        if count:
+            per_length[f"{low + 1}-{high}"] = {
+                "accuracy": value,
+                "strict_accept": strict_accept.per_bin[(low, high)][0],
+                "strict": strict.per_bin[(low, high)][0],
+                "strings": count,
+            }
+    return {
+        "accuracy": final.overall,
+        "strict_accept": strict_accept.overall,
+        "strict": strict.overall,
+        "strict_positives": strict_positives,
+        "per_length": per_length,
+        "strings": len(arrays.labels),
+        "positives": int(positive.sum()),
+    }
 
 
 def accuracy_by_group(correct, groups):

@@ -6,7 +6,7 @@ import numpy as np
 
 import zoo
 from training import metrics as metrics_lib
-from training.data import dyck, languages, recognition
+from training.data import dyck, languages, one_edit, recognition
 from training.data.batching import curriculum_limits, epoch_batches
 from training.data.tokenize import Vocabulary
 from training.tasks.base import Task, check_stateless
@@ -23,8 +23,17 @@ class RecognitionTask(Task):
     """
 
     head = "recognizer"
-    # "train" for the tables' train columns; "test_mixed": their captions' test
-    splits = ("train", "valid", "test", "test_mixed", "long_120", "long_160")
+    # "train" for the tables' train columns; "test_mixed": their captions' test;
+    # "hard", "hard_long": negatives one edit from a positive (`one_edit`)
+    splits = (
+        "train",
+        "valid",
+        "test",
+        "test_mixed",
+        "long_120",
+        "long_160",
+        *one_edit.HARD_SPLITS,
+    )
 
     def __init__(self, recipe, vocabulary=None):
         self.language = recipe["task"]["language"]
@@ -42,6 +51,13 @@ class RecognitionTask(Task):
             seed=self.recipe["train"]["seed"],
             scale=self.recipe["task"]["split_scale"],
             hard_negatives=self.recipe["task"]["hard_negatives"],
+        )
+        splits.update(
+            one_edit.hard_splits(
+                self.language,
+                seed=self.recipe["train"]["seed"],
+                scale=self.recipe["task"]["split_scale"],
+            )
         )
         return {
             name: recognition.frame(split, self.language)
@@ -112,58 +128,15 @@ class RecognitionTask(Task):
         positive strings, a legal arg-max `next_symbol` at every step
         (`metrics.strict_recognition_accuracy`); `strict_positives`: `strict`
         over the positive strings alone (`positives` of them). Mali et al.'s tables
-        correspond to `strict` (see docs/training.md).
+        correspond to `strict` (see docs/training.md). The splits "hard" and
+        "hard_long" have negatives one edit from a positive
+        (`training.data.one_edit`).
         """
         arrays = self.arrays[split]
         outputs = self._predict(model, arrays.inputs)
-        accept = outputs["accept"][..., 0]
-        edges = list(range(0, int(arrays.lengths.max()) + 20, 20))
-        final = metrics_lib.recognition_accuracy(
-            accept, arrays.labels, arrays.lengths, bin_edges=edges
+        return metrics_lib.recognition_metrics(
+            arrays, outputs["accept"][..., 0], outputs["next_symbol"]
         )
-        strict_accept = metrics_lib.strict_recognition_accuracy(
-            accept, arrays.prefix_labels, arrays.lengths, bin_edges=edges
-        )
-        strict = metrics_lib.strict_recognition_accuracy(
-            accept,
-            arrays.prefix_labels,
-            arrays.lengths,
-            labels=arrays.labels,
-            next_symbol=outputs["next_symbol"],
-            legal_next=arrays.legal_next,
-            bin_edges=edges,
-        )
-        # The same on positive strings only: the reading under which the
-        # paper's plain RNNs score near 0 (REPRODUCTION.md, "The metric").
-        positive = arrays.labels == 1
-        strict_positives = None
-        if positive.any():
-            strict_positives = metrics_lib.strict_recognition_accuracy(
-                accept[positive],
-                arrays.prefix_labels[positive],
-                arrays.lengths[positive],
-                labels=arrays.labels[positive],
-                next_symbol=outputs["next_symbol"][positive],
-                legal_next=arrays.legal_next[positive],
-            ).overall
-        per_length = {}
-        for (low, high), (value, count) in final.per_bin.items():
-            if count:
-                per_length[f"{low + 1}-{high}"] = {
-                    "accuracy": value,
-                    "strict_accept": strict_accept.per_bin[(low, high)][0],
-                    "strict": strict.per_bin[(low, high)][0],
-                    "strings": count,
-                }
-        return {
-            "accuracy": final.overall,
-            "strict_accept": strict_accept.overall,
-            "strict": strict.overall,
-            "strict_positives": strict_positives,
-            "per_length": per_length,
-            "strings": len(arrays.labels),
-            "positives": int(positive.sum()),
-        }
 
     def report(self, metrics, split):
         positives = metrics.get("strict_positives")
