@@ -72,6 +72,7 @@ FLOORS = (
             "training.history",
             "training.table_schema",
             "training.table_summary",
+            "training.table_baselines",
             "training.results",
             "training.table_runs",
             "training.backfill",

@@ -5,7 +5,7 @@
         [--decay LAMBDA] [--segment N] [--rms [--rms-segments N]]
 
 SPLIT is one of the task's splits (recognition: train, valid, test,
-test_mixed, long_120, long_160).
+test_mixed, long_120, long_160, hard, hard_long).
 
 Prints the task's metrics (WCPA and the LDPA table for Dyck, perplexity and
 bits per token for language models) and writes them to

@@ -365,6 +365,11 @@ RECORD = Table(
     {
         "parameters": Number(0, integer=True, nullable=True),
         "copied_from": _RecordPath(),
+        # metrics added to the record later, and by what (training.backfill)
+        "backfilled": Table(
+            {"by": Text(), "keys": ListOf(Text(), nonempty=True)},
+            required=("by", "keys"),
+        ),
     },
     required=("parameters",),
 )

@@ -8,7 +8,8 @@
 - `recognition_accuracy`: string classification accuracy at the last step,
   overall and per length bin; `strict_recognition_accuracy`: a string counts
   only when every step is right (accept and legal next symbol), the
-  criterion the tables of Mali et al. (2020) correspond to.
+  criterion the tables of Mali et al. (2020) correspond to;
+  `recognition_metrics`: all of them for one split, as metrics.json holds them.
 - `accuracy_by_group`: the accuracy of labels (tags or classes) per value
   of a grouping (depth, phenomenon, suite).
 - `cross_entropy`, `perplexity`, `bits_per_character` and
@@ -275,6 +276,94 @@ def strict_recognition_accuracy(
         right &= legal | ~positive
     correct = np.all(right | ~counted, axis=1)  # (N,)
     return _accuracy_by_length(correct, lengths, bin_edges)
+
+
+def recognition_metrics(arrays, accept, next_symbol):
+    """A recognition split's metrics, as a run's metrics.json holds them.
+
+    `arrays` is the split's `RecognitionArrays`, `accept` the `(N, T)`
+    per-step accept scores and `next_symbol` the `(N, T, V)` next-symbol
+    scores, of a model or of a rule (REPRODUCTION.md's rule rows). Returns
+    `accuracy` (the accept output at the last step, `recognition_accuracy`),
+    `strict_accept` (accept right at every step for the prefix's
+    membership), `strict` (that and, on positive strings, a legal arg-max
+    next symbol at every step: `strict_recognition_accuracy`),
+    `strict_positives` and `next_symbol_positives` (`strict_readings`),
+    `per_length` (20-symbol bins), `strings` and `positives`.
+    """
+    edges = list(range(0, int(arrays.lengths.max()) + 20, 20))
+    final = recognition_accuracy(accept, arrays.labels, arrays.lengths, bin_edges=edges)
+    readings = strict_readings(accept, next_symbol, arrays, edges)
+    strict_accept, strict = readings["strict_accept"], readings["strict"]
+    per_length = {}
+    for (low, high), (value, count) in final.per_bin.items():
+        if count:
+            per_length[f"{low + 1}-{high}"] = {
+                "accuracy": value,
+                "strict_accept": strict_accept.per_bin[(low, high)][0],
+                "strict": strict.per_bin[(low, high)][0],
+                "strings": count,
+            }
+    return {
+        "accuracy": final.overall,
+        "strict_accept": strict_accept.overall,
+        "strict": strict.overall,
+        "strict_positives": readings["strict_positives"],
+        "next_symbol_positives": readings["next_symbol_positives"],
+        "per_length": per_length,
+        "strings": len(arrays.labels),
+        "positives": int((arrays.labels == 1).sum()),
+    }
+
+
+def strict_readings(accept, next_symbol, arrays, bin_edges=None):
+    """Strict accuracy of a split's outputs, and its readings on positive strings.
+
+    `strict_accept` and `strict` are `RecognitionAccuracy` (per
+    `bin_edges`); `strict_positives` is `strict` over the positive strings
+    alone and `next_symbol_positives` its next-symbol half alone (a legal
+    arg-max next symbol at every step, the accept output not looked at:
+    Suzgun et al.'s criterion, and the one a model trained on the string's
+    label at every step, `task.step_labels = "string"`, can meet), each a
+    fraction or None when the split has no positive string.
+
+    Args:
+        accept: `(N, T)` per-step accept scores.
+        next_symbol: `(N, T, V)` next-symbol scores.
+        arrays: the split's `RecognitionArrays`.
+        bin_edges: as in `recognition_accuracy`.
+    """
+    strict_accept = strict_recognition_accuracy(
+        accept, arrays.prefix_labels, arrays.lengths, bin_edges=bin_edges
+    )
+    strict = strict_recognition_accuracy(
+        accept,
+        arrays.prefix_labels,
+        arrays.lengths,
+        labels=arrays.labels,
+        next_symbol=next_symbol,
+        legal_next=arrays.legal_next,
+        bin_edges=bin_edges,
+    )
+    readings = {"strict_accept": strict_accept, "strict": strict}
+    # On positive strings only: the reading under which the paper's plain
+    # RNNs score near 0 (REPRODUCTION.md, "The metric").
+    positive = arrays.labels == 1
+    for name, scores in (
+        ("strict_positives", accept),
+        ("next_symbol_positives", arrays.prefix_labels),  # a right accept
+    ):
+        readings[name] = None
+        if positive.any():
+            readings[name] = strict_recognition_accuracy(
+                scores[positive],
+                arrays.prefix_labels[positive],
+                arrays.lengths[positive],
+                labels=arrays.labels[positive],
+                next_symbol=next_symbol[positive],
+                legal_next=arrays.legal_next[positive],
+            ).overall
+    return readings
 
 
 def accuracy_by_group(correct, groups):

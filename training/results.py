@@ -47,6 +47,7 @@ from training import (
     file_schema,
     history,
     runs,
+    table_baselines,
     table_schema,
     table_summary,
 )
@@ -410,7 +411,11 @@ def update_document(text, results, name="REPRODUCTION.md"):
                 "(before the next section); expected one closing each section."
             )
         table = table_schema.load_table(match.group(1))
-        summary = table_summary.summarize(table, read_table_records(results, table))
+        summary = table_summary.summarize(
+            table,
+            read_table_records(results, table),
+            rules=table_baselines.rule_results(table),
+        )
         updated += table_summary.markdown(table, summary).rstrip("\n").split("\n")
         updated.append(END)
         names.append(table.name)

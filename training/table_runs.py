@@ -21,7 +21,14 @@ import time
 import zipfile
 from pathlib import Path
 
-from training import file_schema, results, runs, table_schema, table_summary
+from training import (
+    file_schema,
+    results,
+    runs,
+    table_baselines,
+    table_schema,
+    table_summary,
+)
 from training.callbacks import write_atomically
 
 TIMING = results.TIMING
@@ -335,7 +342,8 @@ def aggregate(table, results_dir, out, seeds):
     found = results.read_table_records(results_dir, table)
     if not found:
         raise nothing_to_aggregate(table, results_dir, out)
-    summary = table_summary.summarize(table, found, seeds)
+    rules = table_baselines.rule_results(table)
+    summary = table_summary.summarize(table, found, seeds, rules=rules)
     summary["runs"] = found
     out = Path(out)
     runs.write_json(out / f"{table.name}.json", summary)

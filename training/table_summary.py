@@ -13,7 +13,8 @@ import warnings
 
 import scipy.stats
 
-from training.table_schema import result_value
+from training import table_baselines
+from training.table_schema import Row, result_value
 
 # A claim's verdict (`verdict`; REPRODUCTION.md's introduction states the rule).
 MIN_SEEDS = 3  # seeds on each side, at least, for any verdict
@@ -49,25 +50,58 @@ def _one_sided_p(better, worse, alternative):
     return float(result.pvalue)
 
 
-def _p_text(p):
+def _rank_p(better, worse, alternative):
+    """The Mann-Whitney U test's one-sided p that `better` is `alternative`.
+
+    Exact: over every split of the pooled seeds into the two sizes (ties at
+    mid-ranks), so a few seeds get the p-value they can give and no normal
+    approximation (`scipy.stats.mannwhitneyu` with `PermutationMethod`).
+    """
+    result = scipy.stats.mannwhitneyu(
+        better,
+        worse,
+        alternative=alternative,
+        method=scipy.stats.PermutationMethod(n_resamples=math.inf),
+    )
+    return float(result.pvalue)
+
+
+def _p_text(p, inclusive=False):
+    """`p` in two digits, never rounded across `ALPHA` (`inclusive`: p <= ALPHA
+    counts, as for the exact rank test)."""
     if p < 0.001:
         return "p < 0.001"
     text = f"{p:.2g}"
     if p < ALPHA <= float(text):  # rounding must not hide significance
-        return f"p < {ALPHA}"
+        return f"p = {p:.3g}" if inclusive else f"p < {ALPHA}"
+    if p > ALPHA >= float(text):  # nor make it up
+        return f"p = {p:.3g}"
     return f"p = {text}"
+
+
+def _both_p(welch, rank):
+    return f"Welch {_p_text(welch)}, Mann-Whitney {_p_text(rank, inclusive=True)}"
 
 
 def verdict(better, worse, direction):
     """The verdict of the claim "`better` is better than `worse`".
 
-    The rule: with at least `MIN_SEEDS` (3) seeds on each side, a one-sided
-    Welch t-test (`scipy.stats.ttest_ind`, `equal_var=False`) of the claimed
-    direction over the seeds' values at p < `ALPHA` (0.05): "holds"; the
-    opposite direction at p < `ALPHA`: "reversed"; otherwise "within seed
-    spread". Fewer seeds on a side: "no verdict" ("one seed: no verdict").
-    Both sides without any spread are told apart by their values (t is
-    infinite), or are equal: within seed spread.
+    The rule (REPRODUCTION.md's introduction states it too): with at least
+    `MIN_SEEDS` (3) seeds on each side, two one-sided tests of the claimed
+    direction over the seeds' values: Welch's t-test
+    (`scipy.stats.ttest_ind`, `equal_var=False`), which reads the means,
+    and the Mann-Whitney U test (`scipy.stats.mannwhitneyu`, exact), which
+    reads only the seeds' order and so is not moved by one seed far from
+    the rest (a row whose seeds are bimodal, 0% or 95%, has a mean that no
+    seed is near). "holds" only when both agree that the difference is
+    beyond the seed spread: Welch p < `ALPHA` (0.05) and Mann-Whitney
+    p <= `ALPHA` (an exact rank test's level-0.05 region is p <= 0.05; with
+    3 seeds a side its smallest p is 1/20 = 0.05, every seed of one row
+    beyond every seed of the other); "reversed" when both agree so on the
+    opposite direction; otherwise "within seed spread" (also when one test
+    alone would call it). Fewer seeds on a side: "no verdict" ("one seed:
+    no verdict"). Both sides without any spread are told apart by their
+    values (t is infinite), or are equal: within seed spread.
 
     Args:
         better: the claimed-better row's values, one per seed (None skipped).
@@ -76,15 +110,23 @@ def verdict(better, worse, direction):
 
     Returns:
         A dict: `outcome` ("holds", "reversed", "within seed spread",
-        "no verdict" or "not measured"), `p` (the one-sided Welch p-value of
-        the claimed direction, None where it cannot be computed), `p_opposite`
-        (of the opposite direction), `n` (seeds on each side) and `verdict`,
-        the line to print, with its p-value.
+        "no verdict" or "not measured"), `p` and `p_opposite` (Welch's
+        one-sided p-values of the claimed and the opposite direction, None
+        where they cannot be computed), `rank_p` and `rank_p_opposite` (the
+        Mann-Whitney U test's), `n` (seeds on each side) and `verdict`, the
+        line to print, with both tests' p-values.
     """
     better = [float(v) for v in better if v is not None]
     worse = [float(v) for v in worse if v is not None]
     n = [len(better), len(worse)]
-    result = {"outcome": "not measured", "p": None, "p_opposite": None, "n": n}
+    result = {
+        "outcome": "not measured",
+        "p": None,
+        "p_opposite": None,
+        "rank_p": None,
+        "rank_p_opposite": None,
+        "n": n,
+    }
     if not min(n):
         return {**result, "verdict": "not measured"}
     if min(n) >= 2:
@@ -94,11 +136,14 @@ def verdict(better, worse, direction):
         if not equal:
             result["p"] = _one_sided_p(better, worse, claimed)
             result["p_opposite"] = _one_sided_p(better, worse, opposite)
+            result["rank_p"] = _rank_p(better, worse, claimed)
+            result["rank_p_opposite"] = _rank_p(better, worse, opposite)
     p, p_opposite = result["p"], result["p_opposite"]
+    rank_p, rank_p_opposite = result["rank_p"], result["rank_p_opposite"]
     if min(n) == 1:
         return {**result, "outcome": "no verdict", "verdict": "one seed: no verdict"}
     if min(n) < MIN_SEEDS:
-        shown = "" if p is None else f" ({_p_text(p)})"
+        shown = "" if p is None else f" ({_both_p(p, rank_p)})"
         return {
             **result,
             "outcome": "no verdict",
@@ -110,18 +155,24 @@ def verdict(better, worse, direction):
             "outcome": "within seed spread",
             "verdict": "within seed spread (every seed equal: no difference)",
         }
-    if p < ALPHA:
-        return {**result, "outcome": "holds", "verdict": f"holds ({_p_text(p)})"}
-    if p_opposite < ALPHA:
+    if p < ALPHA and rank_p <= ALPHA:
+        return {
+            **result,
+            "outcome": "holds",
+            "verdict": f"holds ({_both_p(p, rank_p)})",
+        }
+    if p_opposite < ALPHA and rank_p_opposite <= ALPHA:
         return {
             **result,
             "outcome": "reversed",
-            "verdict": f"reversed ({_p_text(p_opposite)} for the opposite)",
+            "verdict": (
+                f"reversed ({_both_p(p_opposite, rank_p_opposite)} for the opposite)"
+            ),
         }
     return {
         **result,
         "outcome": "within seed spread",
-        "verdict": f"within seed spread ({_p_text(p)})",
+        "verdict": f"within seed spread ({_both_p(p, rank_p)})",
     }
 
 
@@ -136,7 +187,7 @@ def _missing(table, results, seeds):
     return missing
 
 
-def summarize(table, results, seeds=None):
+def summarize(table, results, seeds=None, rules=()):
     """Aggregates finished runs.
 
     Args:
@@ -148,20 +199,27 @@ def summarize(table, results, seeds=None):
             `training.results.read_record`).
         seeds: the seeds `0 .. seeds - 1` every row should have (default:
             the table's); those without a result are listed in `missing`.
+        rules: the rule rows' results (`training.table_baselines.rule_results`),
+            summarized after the table's rows, in no claim.
 
     Returns:
-        A dict with `rows` (every row of the table, in its order: per metric
-        the paper's values and ours: mean, best, std, n; seconds per run;
-        parameters), `claims` (each with both means and its `verdict`),
+        A dict with `rows` (every row of the table, in its order, then the
+        rule rows (`rule` true): per metric the paper's values and ours:
+        mean, best, std, n; seconds per run; parameters; `learned`, the
+        learned-the-stack rate of a recognition row, `table_baselines.learned`),
+        `claims` (each with both means and its `verdict`),
         `missing` (`{row: [seed, ...]}`), `hosts` (runs per machine) and
         `history_lacks` (`[{row, seed, lacks}]`: runs whose log.csv lacks a
         column a `history.` metric reads).
     """
     rows, values = [], {}
     order = [row.name for row in table.rows]
-    for row in table.rows:
+    recognition = table_baselines.recognition_data(table)
+    described = {result["row"]: result["rule"] for result in rules}
+    rule_rows = [Row(name, "", "", (), {}, note) for name, note in described.items()]
+    for row in [*table.rows, *rule_rows]:
         mine = sorted(
-            (result for result in results if result["row"] == row.name),
+            (result for result in [*results, *rules] if result["row"] == row.name),
             key=lambda result: result["seed"],
         )
         summary = {
@@ -176,6 +234,10 @@ def summarize(table, results, seeds=None):
                 None,
             ),
             "metrics": {},
+            "rule": row.name in described,
+            "learned": table_baselines.learned(mine)
+            if row.name in recognition or row.name in described
+            else None,
         }
         for metric in table.metrics:
             found = [result_value(r, metric.key) for r in mine]
@@ -320,6 +382,7 @@ def markdown(table, summary):
                 f"| {seconds} |"
             )
         lines.append("")
+    lines += table_baselines.markdown_lines(table, summary)
     if summary["claims"]:
         lines += [
             "| claim | ours (means) | seeds | verdict |",
@@ -358,6 +421,8 @@ def markdown(table, summary):
         lines += [f"Not run yet: {text}.", ""]
     lines += ["Commands (add `train.seed=N` for seed N):", ""]
     for row in summary["rows"]:
+        if row.get("rule"):
+            continue  # computed, not trained: table_baselines.markdown_lines
         note = f" — {row['note']}" if row["note"] else ""
         lines.append(f"- {row['name']}: `{command_line(row)}`{note}")
     lines.append("")

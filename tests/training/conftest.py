@@ -2,7 +2,7 @@ import pytest
 
 from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe, train_text_run
 from training import runs
-from training.data import acceptability, corpora, dyck, files, recognition
+from training.data import acceptability, corpora, dyck, files, one_edit, recognition
 
 
 @pytest.fixture
@@ -39,6 +39,7 @@ def no_data(monkeypatch):
     monkeypatch.delenv(files.ENV_VAR, raising=False)
     monkeypatch.setattr(dyck, "dyck_splits", refuse)
     monkeypatch.setattr(recognition, "mali_splits", refuse)
+    monkeypatch.setattr(one_edit, "hard_splits", refuse)
     monkeypatch.setattr(corpora, "load_corpus", refuse)
     monkeypatch.setattr(acceptability, "load_suites", refuse)
 

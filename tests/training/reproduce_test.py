@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import scipy.stats
 
-from tests.training.tiny import TINY_TABLE
+from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
 from training import (
     compile_mode,
     recipes,
@@ -175,12 +175,32 @@ def test_report_regenerates_the_marked_sections_only(tiny_table, recorded, tmp_p
     assert p < 0.001
     assert (
         "| wide has lower cross-entropy than small | 0.450 vs 0.950 | 3 vs 3 "
-        "| holds (p < 0.001) |" in text
+        "| holds (Welch p < 0.001, Mann-Whitney p = 0.05) |" in text
     )
     assert "Runs: 6 on Test CPU (2 CPUs)." in text
     assert "Not run yet" not in text
     assert reproduce.main(argv) == 0  # again: nothing changes
     assert document.read_text() == text
+
+
+def test_report_shows_the_rule_rows_of_a_recognition_table(tmp_path):
+    path = tmp_path / "tiny_recognition.toml"
+    path.write_text(TINY_RECOGNITION)
+    table = table_schema.load_table(str(path))
+    metrics = {"test": {"strict": 0.4, "strict_positives": 0.95}}
+    recorded = tmp_path / "results"
+    _write_record(recorded, table, "lstm", 0, metrics)
+    document = tmp_path / "DOC.md"
+    document.write_text(f"<!-- table: {path} -->\n<!-- end table -->\n")
+    assert reproduce.main(["--report", str(document), "--results", str(recorded)]) == 0
+    text = document.read_text()
+    for rule in ("rule (D2): counting", "rule (palindrome): centre marker"):
+        assert f"| {rule} | – | " in text  # in every metric's table
+    assert "| lstm | – | 40.00 | 40.00 | – | 1 | 104 | 10 |" in text
+    assert "| lstm | 1 of 1 | 95.0 |" in text  # learned the stack
+    assert "| rule (D2): majority class | 0 of 1 | 0.0 |" in text
+    hard = text.split("**hard test, strict (%)**")[1].split("**")[0]
+    assert "| lstm | – | – | – | – | 0 |" in hard  # recorded without the split
 
 
 @pytest.mark.parametrize(
@@ -214,11 +234,12 @@ def test_reproduction_md_is_what_the_records_give():
     assert updated == text, "run: python -m training.reproduce --report"
 
 
+P_VALUES = r"Welch p [<=] [0-9.e-]+, Mann-Whitney p [<=] [0-9.e-]+"
 VERDICT = re.compile(
-    r"(holds|within seed spread) \((p [<=] [0-9.e-]+|every seed equal: "
-    r"no difference)\)|reversed \(p [<=] [0-9.e-]+ for the opposite\)|"
+    rf"(holds|within seed spread) \(({P_VALUES}|every seed equal: "
+    rf"no difference)\)|reversed \({P_VALUES} for the opposite\)|"
     r"one seed: no verdict|not measured|"
-    r"too few seeds \(\d+ and \d+\): no verdict( \(p [<=] [0-9.e-]+\))?"
+    rf"too few seeds \(\d+ and \d+\): no verdict( \({P_VALUES}\))?"
 )
 CLAIM_LINE = re.compile(
     r"^\| [^|]+ \| [-0-9.,–]+ vs [-0-9.,–]+ \| (?:[^|]+ \| )?([^|]+) \|$"
@@ -226,7 +247,8 @@ CLAIM_LINE = re.compile(
 
 
 def test_every_claim_line_of_reproduction_md_follows_the_verdict_rule():
-    """Pasted sections too: no verdict from means alone, each with its p-value."""
+    """Pasted sections too: no verdict from means alone, each with both tests'
+    p-values."""
     text = (Path(__file__).parents[2] / "REPRODUCTION.md").read_text()
     verdicts = [m[1] for m in map(CLAIM_LINE.match, text.splitlines()) if m]
     assert len(verdicts) > 50

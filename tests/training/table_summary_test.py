@@ -1,3 +1,4 @@
+import itertools
 import math
 
 import numpy as np
@@ -78,36 +79,92 @@ def _welch_p(better, worse):
     return scipy.stats.t.sf(t, df)
 
 
+def _rank_p(better, worse):
+    """One-sided exact p of the Mann-Whitney U: every split of the pooled seeds."""
+    pooled = [*better, *worse]
+
+    def u(group):  # pairs of (group, rest) the group wins, ties half
+        rest = [v for i, v in enumerate(pooled) if i not in group]
+        return sum(
+            (pooled[i] > v) + 0.5 * (pooled[i] == v) for i in group for v in rest
+        )
+
+    observed = u(range(len(better)))
+    splits = list(itertools.combinations(range(len(pooled)), len(better)))
+    return sum(u(group) >= observed - 1e-9 for group in splits) / len(splits)
+
+
 @pytest.mark.parametrize(
-    "better, worse, direction, outcome, known",
+    "better, worse, direction, outcome, known, shown",
     [
-        # Hand-made seeds; `known` is scipy's one-sided p, also computed below.
-        ([91.0, 93.5, 95.0], [52.0, 55.5, 61.0], "higher", "holds", 7.489e-4),
-        ([52.0, 55.5, 61.0], [91.0, 93.5, 95.0], "higher", "reversed", 0.99925),
+        # Hand-made seeds; `known` is scipy's one-sided Welch p, also computed
+        # below, and the rank test's p is counted over every split.
+        (
+            [91.0, 93.5, 95.0],
+            [52.0, 55.5, 61.0],
+            "higher",
+            "holds",
+            7.489e-4,
+            # 3 seeds a side: every seed above every other is 1/20, the least
+            "holds (Welch p < 0.001, Mann-Whitney p = 0.05)",
+        ),
+        (
+            [52.0, 55.5, 61.0],
+            [91.0, 93.5, 95.0],
+            "higher",
+            "reversed",
+            0.99925,
+            "reversed (Welch p < 0.001, Mann-Whitney p = 0.05 for the opposite)",
+        ),
         (
             [73.3, 50.1, 96.6],
             [46.8, 55.0, 38.7],
             "higher",
             "within seed spread",
             0.08907,
+            "within seed spread (Welch p = 0.089, Mann-Whitney p = 0.1)",
         ),
-        ([2.61, 2.63, 2.60, 2.62], [2.70, 2.71, 2.69], "lower", "holds", 9.784e-5),
-        ([2.70, 2.71, 2.69], [2.61, 2.63, 2.60, 2.62], "lower", "reversed", 0.99990),
+        (
+            [2.61, 2.63, 2.60, 2.62],
+            [2.70, 2.71, 2.69],
+            "lower",
+            "holds",
+            9.784e-5,
+            "holds (Welch p < 0.001, Mann-Whitney p = 0.029)",
+        ),
+        (
+            [2.70, 2.71, 2.69],
+            [2.61, 2.63, 2.60, 2.62],
+            "lower",
+            "reversed",
+            0.99990,
+            "reversed (Welch p < 0.001, Mann-Whitney p = 0.029 for the opposite)",
+        ),
+        (
+            # Bimodal: four seeds learned, one did not (below every other
+            # row's seed). Welch alone would call it; the ranks do not.
+            [97.5, 100.0, 0.0, 99.0, 95.1],
+            [1.2, 0.1, 0.3, 0.4, 1.1],
+            "higher",
+            "within seed spread",
+            0.008303,
+            "within seed spread (Welch p = 0.0083, Mann-Whitney p = 0.075)",
+        ),
     ],
 )
-def test_verdict_is_a_one_sided_welch_test(better, worse, direction, outcome, known):
+def test_verdict_needs_welch_and_mann_whitney_to_agree(
+    better, worse, direction, outcome, known, shown
+):
     result = table_summary.verdict(better, worse, direction)
     assert result["outcome"] == outcome and result["n"] == [len(better), len(worse)]
     sign = 1 if direction == "higher" else -1
-    expected = _welch_p([sign * v for v in better], [sign * v for v in worse])
+    signed = [sign * v for v in better], [sign * v for v in worse]
+    expected = _welch_p(*signed)
     assert result["p"] == pytest.approx(expected, rel=1e-9)
     assert result["p"] == pytest.approx(known, rel=1e-3)
     assert result["p_opposite"] == pytest.approx(1 - expected, rel=1e-9)
-    shown = {
-        "holds": "holds (p < 0.001)",
-        "reversed": "reversed (p < 0.001 for the opposite)",
-        "within seed spread": "within seed spread (p = 0.089)",
-    }[outcome]
+    assert result["rank_p"] == pytest.approx(_rank_p(*signed), rel=1e-9)
+    assert result["rank_p_opposite"] == pytest.approx(_rank_p(*signed[::-1]), rel=1e-9)
     assert result["verdict"] == shown
 
 
@@ -120,9 +177,15 @@ def test_verdict_is_a_one_sided_welch_test(better, worse, direction, outcome, kn
             [90.0, 92.0],
             [50.0, 55.0],
             "no verdict",
-            "too few seeds (2 and 2): no verdict (p = 0.011)",
+            "too few seeds (2 and 2): no verdict (Welch p = 0.011, "
+            "Mann-Whitney p = 0.17)",
         ),
-        ([100.0] * 3, [0.0] * 3, "holds", "holds (p < 0.001)"),  # no spread at all
+        (  # no spread at all: t is infinite, the ranks as far apart as 3 go
+            [100.0] * 3,
+            [0.0] * 3,
+            "holds",
+            "holds (Welch p < 0.001, Mann-Whitney p = 0.05)",
+        ),
         (
             [0.0] * 3,
             [0.0] * 3,
@@ -136,11 +199,15 @@ def test_verdict_needs_three_seeds_a_side(better, worse, outcome, text):
     result = table_summary.verdict(better, worse, "higher")
     assert (result["outcome"], result["verdict"]) == (outcome, text)
     if outcome == "no verdict" and min(result["n"]) == 1:
-        assert result["p"] is None
+        assert result["p"] is None and result["rank_p"] is None
 
 
 def test_p_values_are_never_rounded_across_the_threshold():
-    # p = 0.0498 would print as 0.05 at two digits, beside "holds".
+    # Welch's p = 0.0498 would print as 0.05 at two digits, beside "holds".
     assert table_summary._p_text(0.0498) == "p < 0.05"
+    assert table_summary._p_text(0.0502) == "p = 0.0502"  # not "0.05"
     assert table_summary._p_text(0.0512) == "p = 0.051"
     assert table_summary._p_text(0.31) == "p = 0.31"
+    # The rank test counts p <= 0.05: 0.05 is itself, 0.0504 is not it.
+    assert table_summary._p_text(0.05, inclusive=True) == "p = 0.05"
+    assert table_summary._p_text(0.0504, inclusive=True) == "p = 0.0504"

@@ -348,6 +348,24 @@ def test_recognition_evaluation_reports_strict_and_final_step_accuracy():
     assert report.startswith("test: strict ") and "final-step accuracy" in report
 
 
+def test_recognition_runs_evaluate_the_hard_splits_at_the_tests_lengths():
+    task = make_task(tiny_recipe("recognition", extra=["train.jit_compile=false"]))
+    assert task.splits[-2:] == ("hard", "hard_long")
+    for name, paper in (("hard", "test"), ("hard_long", "long_160")):
+        arrays = task.arrays[name]
+        _, low, high = recognition.MALI_SPLITS["small"][paper]
+        assert low <= arrays.lengths.min() and arrays.lengths.max() <= high
+        assert arrays.labels.sum() == len(arrays.labels) // 2  # balanced
+    # Right everywhere on the hard strings too: accept = membership, next legal.
+    arrays = task.arrays["hard"]
+    outputs = {
+        "accept": arrays.prefix_labels[..., None],
+        "next_symbol": arrays.legal_next.astype("float32"),
+    }
+    metrics = task.evaluate(FixedOutputs(outputs), "hard")
+    assert metrics["strict"] == 1.0 and metrics["strings"] == len(arrays.labels)
+
+
 class FixedOutputs:
     """A stand-in model whose predictions are given (for metric tests)."""
 

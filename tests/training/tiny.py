@@ -96,6 +96,34 @@ SUITES = {
 }
 
 
+# Two recognition rows of two languages at a tiny split scale (the rule rows'
+# tests: `training.table_baselines`).
+TINY_RECOGNITION = """
+title = "Tiny recognition"
+seeds = 1
+
+[[metric]]
+key = "test.strict"
+label = "test, strict (%)"
+factor = 100.0
+
+[[metric]]
+key = "hard.strict"
+label = "hard test, strict (%)"
+factor = 100.0
+
+[[row]]
+name = "lstm"
+recipe = "recognition_d2_diffstk_rnn"
+overrides = ["model.cell=lstm", "model.options={}", "task.split_scale=0.005"]
+
+[[row]]
+name = "palindrome_lstm"
+recipe = "recognition_palindrome_diffstk_rnn"
+overrides = ["model.cell=lstm", "model.options={}", "task.split_scale=0.005"]
+"""
+
+
 def write_suites(folder, pairs=8):
     """Writes BLiMP-like suites into `folder/blimp/`; returns `folder`.
 

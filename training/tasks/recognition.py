@@ -8,7 +8,7 @@ import zoo
 from training import metrics as metrics_lib
 from training.callbacks import EpochMetrics
 from training.compiled import compiled
-from training.data import dyck, languages, recognition
+from training.data import dyck, languages, one_edit, recognition
 from training.data.batching import curriculum_limits, epoch_batches
 from training.data.tokenize import Vocabulary
 from training.tasks.base import Task, check_stateless
@@ -32,8 +32,17 @@ class RecognitionTask(Task):
 
     head = "recognizer"
     search_objective = ("val_strict_positives", "max")
-    # "train" for the tables' train columns; "test_mixed": their captions' test
-    splits = ("train", "valid", "test", "test_mixed", "long_120", "long_160")
+    # "train" for the tables' train columns; "test_mixed": their captions' test;
+    # "hard", "hard_long": negatives one edit from a positive (`one_edit`)
+    splits = (
+        "train",
+        "valid",
+        "test",
+        "test_mixed",
+        "long_120",
+        "long_160",
+        *one_edit.HARD_SPLITS,
+    )
 
     def __init__(self, recipe, vocabulary=None):
         self.language = recipe["task"]["language"]
@@ -51,6 +60,13 @@ class RecognitionTask(Task):
             seed=self.recipe["train"]["seed"],
             scale=self.recipe["task"]["split_scale"],
             hard_negatives=self.recipe["task"]["hard_negatives"],
+        )
+        splits.update(
+            one_edit.hard_splits(
+                self.language,
+                seed=self.recipe["train"]["seed"],
+                scale=self.recipe["task"]["split_scale"],
+            )
         )
         return {
             name: recognition.frame(split, self.language)
@@ -132,7 +148,7 @@ class RecognitionTask(Task):
 
         def measure():
             outputs = predict(arrays.inputs)
-            readings = strict_readings(
+            readings = metrics_lib.strict_readings(
                 outputs["accept"][..., 0], outputs["next_symbol"], arrays
             )
             measured = {"strict": readings["strict"].overall}
@@ -153,37 +169,15 @@ class RecognitionTask(Task):
         (`metrics.strict_recognition_accuracy`); `strict_positives`: `strict`
         over the positive strings alone (`positives` of them);
         `next_symbol_positives`: its next-symbol half alone
-        (`strict_readings`). Mali et al.'s tables correspond to `strict` (see
-        docs/training.md).
+        (`metrics.strict_readings`). Mali et al.'s tables correspond to
+        `strict` (see docs/training.md). The splits "hard" and "hard_long"
+        have negatives one edit from a positive (`training.data.one_edit`).
         """
         arrays = self.arrays[split]
         outputs = self._predict(model, arrays.inputs)
-        accept = outputs["accept"][..., 0]
-        edges = list(range(0, int(arrays.lengths.max()) + 20, 20))
-        final = metrics_lib.recognition_accuracy(
-            accept, arrays.labels, arrays.lengths, bin_edges=edges
+        return metrics_lib.recognition_metrics(
+            arrays, outputs["accept"][..., 0], outputs["next_symbol"]
         )
-        readings = strict_readings(accept, outputs["next_symbol"], arrays, edges)
-        strict_accept, strict = readings["strict_accept"], readings["strict"]
-        per_length = {}
-        for (low, high), (value, count) in final.per_bin.items():
-            if count:
-                per_length[f"{low + 1}-{high}"] = {
-                    "accuracy": value,
-                    "strict_accept": strict_accept.per_bin[(low, high)][0],
-                    "strict": strict.per_bin[(low, high)][0],
-                    "strings": count,
-                }
-        return {
-            "accuracy": final.overall,
-            "strict_accept": strict_accept.overall,
-            "strict": strict.overall,
-            "strict_positives": readings["strict_positives"],
-            "next_symbol_positives": readings["next_symbol_positives"],
-            "per_length": per_length,
-            "strings": len(arrays.labels),
-            "positives": int((arrays.labels == 1).sum()),
-        }
 
     def report(self, metrics, split):
         positives = metrics.get("strict_positives")
@@ -214,53 +208,3 @@ class RecognitionTask(Task):
                 f"{value['strings']:>9}"
             )
         return "\n".join(lines)
-
-
-def strict_readings(accept, next_symbol, arrays, bin_edges=None):
-    """Strict accuracy of a split's outputs, and its readings on positive strings.
-
-    `strict_accept` and `strict` are `metrics.RecognitionAccuracy` (per
-    `bin_edges`); `strict_positives` is `strict` over the positive strings
-    alone and `next_symbol_positives` its next-symbol half alone (a legal
-    arg-max next symbol at every step, the accept output not looked at:
-    Suzgun et al.'s criterion, and the one a model trained on the string's
-    label at every step, `task.step_labels = "string"`, can meet), each a
-    fraction or None when the split has no positive string.
-
-    Args:
-        accept: `(N, T)` per-step accept scores.
-        next_symbol: `(N, T, V)` next-symbol scores.
-        arrays: the split's `RecognitionArrays`.
-        bin_edges: as in `metrics.recognition_accuracy`.
-    """
-    strict_accept = metrics_lib.strict_recognition_accuracy(
-        accept, arrays.prefix_labels, arrays.lengths, bin_edges=bin_edges
-    )
-    strict = metrics_lib.strict_recognition_accuracy(
-        accept,
-        arrays.prefix_labels,
-        arrays.lengths,
-        labels=arrays.labels,
-        next_symbol=next_symbol,
-        legal_next=arrays.legal_next,
-        bin_edges=bin_edges,
-    )
-    readings = {"strict_accept": strict_accept, "strict": strict}
-    # On positive strings only: the reading under which the paper's plain
-    # RNNs score near 0 (REPRODUCTION.md, "The metric").
-    positive = arrays.labels == 1
-    for name, scores in (
-        ("strict_positives", accept),
-        ("next_symbol_positives", arrays.prefix_labels),  # a right accept
-    ):
-        readings[name] = None
-        if positive.any():
-            readings[name] = metrics_lib.strict_recognition_accuracy(
-                scores[positive],
-                arrays.prefix_labels[positive],
-                arrays.lengths[positive],
-                labels=arrays.labels[positive],
-                next_symbol=next_symbol[positive],
-                legal_next=arrays.legal_next[positive],
-            ).overall
-    return readings

@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+
+from training.data import languages, one_edit, recognition
+
+
+def edit_distance(a, b):
+    """Damerau's distance (optimal string alignment), written out for the test."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(
+                rows[i - 1][j] + 1,
+                row[j - 1] + 1,
+                rows[i - 1][j - 1] + (a[i - 1] != b[j - 1]),
+            )
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], rows[i - 2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
+
+
+@pytest.mark.parametrize("language", ["D2", "D3", "palindrome"])
+def test_negatives_are_one_edit_from_a_positive_and_rejected(language):
+    split = one_edit.hard_split(language, 60, 20, 40, seed=3)
+    assert len(split) == 60 and split.labels.sum() == 30  # balanced 50/50
+    positives = [s for s, y in zip(split.strings, split.labels, strict=True) if y]
+    negatives = [s for s, y in zip(split.strings, split.labels, strict=True) if not y]
+    assert len({tuple(s) for s in negatives}) == len(negatives)
+    for string in positives:
+        assert languages.is_member(string, language)
+    for string in negatives:
+        assert not languages.is_member(string, language)
+        assert min(edit_distance(string, p) for p in positives) == 1
+    for string in split.strings:
+        assert 20 <= len(string) <= 40
+    assert (split.is_hard == (split.labels == 0)).all()
+
+
+def test_every_kind_of_edit_occurs_and_changes_one_thing():
+    rng = np.random.default_rng(0)
+    string = [3, 3, 5, 4, 6, 5]  # D2: ( ( ) [ ] )
+    symbols = languages.alphabet("D2")
+    for edit in one_edit.EDITS:
+        edited = one_edit.one_edit(string, edit, rng, symbols)
+        assert edit_distance(edited, string) == 1, edit
+    assert len(one_edit.one_edit(string, "insert", rng, symbols)) == 7
+    assert len(one_edit.one_edit(string, "delete", rng, symbols)) == 5
+    swapped = one_edit.one_edit(string, "swap", rng, symbols)
+    assert sorted(swapped) == sorted(string) and swapped != string
+    assert one_edit.one_edit([3, 3], "swap", rng, symbols) is None  # nothing to swap
+    assert one_edit.one_edit([], "delete", rng, symbols) is None
+    with pytest.raises(ValueError, match="edit must be one of"):
+        one_edit.one_edit(string, "transpose", rng, symbols)
+
+
+def test_the_same_seed_gives_the_same_strings():
+    first = one_edit.hard_splits("D2", seed=4, scale=0.01)
+    again = one_edit.hard_splits("D2", seed=4, scale=0.01)
+    other = one_edit.hard_splits("D2", seed=5, scale=0.01)
+    for name in one_edit.HARD_SPLITS:
+        assert first[name].strings == again[name].strings
+        assert (first[name].labels == again[name].labels).all()
+        assert first[name].strings != other[name].strings
+
+
+@pytest.mark.parametrize("language", ["D2", "D6"])
+def test_hard_splits_have_the_paper_tests_lengths_and_sizes(language):
+    splits = one_edit.hard_splits(language, seed=0, scale=0.02)
+    paper = recognition.MALI_SPLITS["D6" if language == "D6" else "small"]
+    assert paper["test"][1:] == (56, 102) and paper["long_160"][1:] == (103, 160)
+    for name, source in one_edit.HARD_SPLITS.items():
+        size, low, high = paper[source]
+        split = splits[name]
+        assert len(split) == round(size * 0.02)
+        assert (split.min_length, split.max_length) == (low, high)
+        assert all(low <= len(s) <= high for s in split.strings)
+
+
+def test_a_split_too_small_is_one_line():
+    with pytest.raises(ValueError, match="split size must be >= 2"):
+        one_edit.hard_split("D2", 1, 10, 20)
