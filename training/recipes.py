@@ -347,10 +347,8 @@ Range = collections.namedtuple(
 Range.__doc__ = """The values a number may take: `low` and `high` (None: no bound),
 each excluded when `low_open` / `high_open`."""
 
-# The range of every number whose type does not say it (a `None` is "not set"
-# where the key's default is `None`, and is not checked here). The upper bounds
-# of sizes are far above every recipe and table: only a mistake reaches them
-# (docs/reliability.md lists them).
+# The range of every number whose type does not say it (a `None` default is
+# "not set", unchecked); size bounds catch mistakes only (docs/reliability.md).
 RANGES = {
     ("task", "k"): Range(1, 1024),
     ("task", "m"): Range(1, 32),

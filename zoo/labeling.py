@@ -22,6 +22,7 @@ from zoo.checks import check_choice, check_positive_int
 from zoo.layers.pooling import POOLING_MODES, SequencePooling
 from zoo.models import masked_token_inputs, recurrent_layer, variational_dropout
 from zoo.tensorflow_loop import tensorflow_loop
+from zoo.tensorflow_steps import tensorflow_steps
 
 POOLINGS = ("last", *POOLING_MODES)
 
@@ -88,7 +89,7 @@ def _labeler(
         x = SequencePooling(pooling, name="pooling")(x, mask=mask)
     logits = keras.layers.Dense(num_classes, dtype="float32", name="logits")(x)
     kind = "tagger" if pooling is None else "classifier"
-    return keras.Model(ids, logits, name=f"{cell}_{kind}")
+    return tensorflow_steps(keras.Model(ids, logits, name=f"{cell}_{kind}"))
 
 
 def tagger(

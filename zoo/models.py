@@ -19,6 +19,7 @@ from zoo.checks import check_number, check_positive_int
 from zoo.devices import gpu_visible
 from zoo.registry import cell_takes_vocab_size, get_cell_class
 from zoo.tensorflow_loop import tensorflow_loop
+from zoo.tensorflow_steps import tensorflow_steps
 from zoo.walk import walk_layers
 
 # On a CPU, XLA pays up to these units and batch x units x length
@@ -304,7 +305,7 @@ def language_model(
         )
     else:
         logits = keras.layers.Dense(vocab_size, dtype="float32", name="logits")(x)
-    model = keras.Model(ids, logits, name=f"{cell}_language_model")
+    model = tensorflow_steps(keras.Model(ids, logits, name=f"{cell}_language_model"))
     return carry_state_on_jax(model) if stateful else model
 
 
@@ -379,7 +380,7 @@ def recognizer(
             1, activation="sigmoid", dtype="float32", name="accept"
         )(h),
     }
-    return keras.Model(ids, outputs, name=f"{cell}_recognizer")
+    return tensorflow_steps(keras.Model(ids, outputs, name=f"{cell}_recognizer"))
 
 
 def hybrid_recognition_loss():

@@ -16,6 +16,7 @@ from zoo.cells.base import ZooCell
 from zoo.checks import check_positive_int
 from zoo.layers.dyck_readout import DyckReadout
 from zoo.registry import register_cell
+from zoo.tensorflow_steps import tensorflow_steps
 from zoo.walk import walk_layers
 
 
@@ -213,7 +214,7 @@ def dyck_rnn_model(
     stack = keras.layers.RNN(cell, return_sequences=True)(steps)  # [b, t, units]
     # float32 under a mixed policy too, as the other models' outputs.
     probabilities = DyckReadout(k, embedding_dim, dtype="float32")(stack)
-    return keras.Model(ids, probabilities, name=name)
+    return tensorflow_steps(keras.Model(ids, probabilities, name=name))
 
 
 def set_designed_weights(model, gate_scale=50.0, readout_scale=10.0):

@@ -1,0 +1,103 @@
+"""Groups of training steps in one XLA call (zoo/tensorflow_steps.py)."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import zoo
+from zoo.models import hybrid_recognition_loss, recognition_targets
+from zoo.tensorflow_steps import groups_steps, tensorflow_steps
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="the grouping is TensorFlow's"
+)
+
+VOCAB, UNITS, BATCH, TIME = 6, 4, 4, 7
+
+
+def dataset(batches=8, lengths=None, seed=0):
+    """Recognizer batches; `lengths` pads each batch to its own length."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, VOCAB, (batches * BATCH, TIME)).astype("int32")
+    targets = recognition_targets(ids, rng.integers(0, 2, batches * BATCH))
+    data = tf.data.Dataset.from_tensor_slices((ids, targets)).batch(BATCH)
+    if lengths is not None:
+        trimmed = [
+            tf.data.Dataset.from_tensors(
+                (x[:, :length], {k: v[:, :length] for k, v in y.items()})
+            )
+            for (x, y), length in zip(data, lengths, strict=False)
+        ]
+        data = trimmed[0]
+        for more in trimmed[1:]:
+            data = data.concatenate(more)
+    return data
+
+
+def trained(grouped, data, steps_per_execution=4, jit_compile=True, epochs=2):
+    keras.utils.set_random_seed(0)
+    model = zoo.recognizer("lstm", vocab_size=VOCAB, units=UNITS)
+    if not grouped:  # Keras's own train function
+        model.make_train_function = keras.Model.make_train_function.__get__(model)
+    model.compile(
+        keras.optimizers.Adam(1e-2),
+        jit_compile=jit_compile,
+        steps_per_execution=steps_per_execution,
+        **hybrid_recognition_loss(),
+    )
+    history = model.fit(data, epochs=epochs, verbose=0)
+    return model, history.history["loss"]
+
+
+@pytest.mark.parametrize(
+    "batches, lengths",
+    [
+        (8, None),
+        (9, None),
+        (8, [7, 7, 7, 7, 5, 5, 5, 5]),
+        (8, [7, 7, 6, 7, 7, 7, 7, 7]),
+    ],
+    ids=["whole_groups", "a_group_cut_short", "groups_of_one_length", "mixed_lengths"],
+)
+def test_training_equals_keras_grouped_steps(batches, lengths):
+    data = dataset(batches, lengths)
+    keras_model, keras_losses = trained(False, data)
+    zoo_model, zoo_losses = trained(True, data)
+    np.testing.assert_allclose(zoo_losses, keras_losses, rtol=1e-6)
+    for want, got in zip(
+        keras_model.get_weights(), zoo_model.get_weights(), strict=True
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert int(zoo_model.optimizer.iterations) == 2 * batches
+
+
+def test_a_group_runs_as_one_compiled_call():
+    model, _ = trained(True, dataset(8), epochs=1)
+    assert groups_steps(model)
+    function = model.train_function
+    assert function.group.experimental_get_tracing_count() >= 1  # two groups of 4
+    assert function.one_step.experimental_get_tracing_count() == 0  # no step alone
+    assert int(model.optimizer.iterations) == 8
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"steps_per_execution": 1}, {"jit_compile": False}],
+    ids=["one_step", "graph"],
+)
+def test_keras_runs_its_own_steps_otherwise(settings):
+    model, _ = trained(True, dataset(4), **settings, epochs=1)
+    assert not groups_steps(model)
+    assert model.train_function.__module__.startswith("keras")
+
+
+def test_train_on_batch_and_other_backends_are_keras_own():
+    model = tensorflow_steps(zoo.recognizer("lstm", vocab_size=VOCAB, units=UNITS))
+    model.compile(
+        "adam", jit_compile=True, steps_per_execution=4, **hybrid_recognition_loss()
+    )
+    x, y = next(iter(dataset(1)))
+    before = model.optimizer.iterations.numpy()
+    model.train_on_batch(x, y)
+    assert model.optimizer.iterations.numpy() == before + 1
