@@ -422,8 +422,10 @@ def initial_model(run_dir):
     training made before its first step (`train.seed`, the same order), so
     every weight equals the run's initial one under the Keras and backend
     versions it was trained with (their random generators draw the weights;
-    `metrics.json`'s `backend` records the backend's). The baseline of an
-    analysis of trained weights, such as PABS.
+    `metrics.json`'s `backend` records the backend's) and the zoo's
+    per-weight seeds (`zoo.initializers`: a zoo cell's run trained before
+    issue 41 drew other initial weights). The baseline of an analysis of
+    trained weights, such as PABS.
     Needs no `best.keras`, so an unfinished run has one too. Seeds the global
     random generators as training does.
 

@@ -1,44 +1,33 @@
 """What every zoo cell shares: initializers, LSTM gating, shapes, config."""
 
 import keras
-import numpy as np
 from keras import ops
 
 from zoo.checks import check_number, check_positive_int
-
-
-def independent_initializers(initializer, count):
-    """Returns `count` copies of `initializer` that draw different values.
-
-    A Keras initializer keeps its seed, so calling one twice gives the same
-    values, seeded or not. Each copy here gets its own seed: the
-    initializer's seed plus the copy's index, or, when it has none, a seed
-    from NumPy's global generator (reproducible under
-    `keras.utils.set_random_seed`). Initializers without a seed (zeros, ones,
-    plain functions) are returned as they are.
-    """
-    initializer = keras.initializers.get(initializer)
-    config = initializer.get_config() if hasattr(initializer, "get_config") else {}
-    if "seed" not in config:
-        return [initializer] * count
-    copies = []
-    for index in range(count):
-        seed = config["seed"]
-        seed = int(np.random.randint(2**31 - 1)) if seed is None else seed + index
-        copies.append(type(initializer).from_config({**config, "seed": seed}))
-    return copies
+from zoo.initializers import CompositeInitializer, IndependentWeights
 
 
 def blockwise_initializer(initializer, blocks):
-    """Initializes `[rows, blocks * cols]` as `blocks` independent `[rows, cols]`."""
-    copies = independent_initializers(initializer, blocks)
+    """Initializes `[rows, blocks * cols]` as `blocks` independent `[rows, cols]`.
 
-    def initialize(shape, dtype=None):
+    Each block draws from its own seed (`zoo.initializers.CompositeInitializer`),
+    so an orthogonal initializer gives `blocks` orthogonal matrices side by side.
+    """
+
+    def combine(shape, dtype, parts):
         block_shape = (shape[0], shape[1] // blocks)
-        parts = [copy(block_shape, dtype=dtype) for copy in copies]
-        return ops.concatenate(parts, axis=1)
+        return ops.concatenate([part(block_shape, dtype=dtype) for part in parts], 1)
 
-    return initialize
+    return CompositeInitializer(combine, [initializer] * blocks)
+
+
+def stacked_initializer(initializer, count):
+    """Initializes `[count, *shape]` as `count` independent draws of `shape`."""
+
+    def combine(shape, dtype, parts):
+        return ops.stack([part(shape[1:], dtype=dtype) for part in parts])
+
+    return CompositeInitializer(combine, [initializer] * count)
 
 
 def lstm_update(z, c_prev, activation, recurrent_activation):
@@ -61,8 +50,8 @@ def with_forget_bias(bias_initializer, units, forget_bias):
     (the second-order LSTM's cells); each block's f gets `forget_bias`.
     """
 
-    def initializer(shape, dtype=None):
-        bias = bias_initializer(shape, dtype=dtype)
+    def combine(shape, dtype, parts):
+        bias = parts[0](shape, dtype=dtype)
         block = ops.concatenate(
             [ops.zeros((units,)), ops.full((units,), forget_bias)]
             + [ops.zeros((2 * units,))]
@@ -70,7 +59,7 @@ def with_forget_bias(bias_initializer, units, forget_bias):
         forget = ops.tile(block, (shape[0] // (4 * units),))
         return bias + ops.cast(forget, bias.dtype)
 
-    return initializer
+    return CompositeInitializer(combine, [bias_initializer])
 
 
 class LSTMGates:
@@ -103,13 +92,23 @@ class LSTMGates:
         }
 
 
-class ZooCell(keras.Layer):
+class ZooCell(IndependentWeights, keras.Layer):
     """Base class of the zoo's recurrent cells.
 
     Holds `units` and the three initializers every cell uses, checks the
     per-step input shape in `build`, and serializes all of it. Subclasses set
     `state_size`, create their weights in `build` after calling
-    `self.input_dim(input_shape)`, and add their own arguments to `get_config`.
+    `self.input_dim(input_shape)` (parts, such as a stack or a controller
+    cell, with `self.build_part`), and add their own arguments to
+    `get_config`.
+
+    Every weight draws from a seed of its own, derived from the cell's seed
+    and the weight's name (`zoo.initializers`): weights that share an
+    initializer, such as every kernel of `kernel_initializer`, start
+    independent. The cell's seed is the initializer's own when it was given
+    an integer seed (then the cell's initial weights are the same in every
+    process), else one draw from NumPy's global generator (reproducible
+    under `keras.utils.set_random_seed`).
 
     Args:
         units: Positive integer, dimensionality of the hidden state.
@@ -134,13 +133,6 @@ class ZooCell(keras.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.state_size = units
         self.output_size = units
-
-    def add_weight(self, *args, initializer=None, **kwargs):
-        # Every weight gets its own seed: several weights of a cell share one
-        # initializer object, which would otherwise give them equal values.
-        if initializer is not None:
-            (initializer,) = independent_initializers(initializer, 1)
-        return super().add_weight(*args, initializer=initializer, **kwargs)
 
     def input_dim(self, input_shape):
         """Checks a per-step input shape `(batch, features)`; returns features."""

@@ -137,8 +137,8 @@ class DiffStkCell(StackCell):
 
     def build(self, input_shape):
         self.input_dim(input_shape)
-        self.controller.build(input_shape)
-        self.stack.build((None, self.units))
+        self.build_part(self.controller, input_shape)
+        self.build_part(self.stack, (None, self.units))
 
     def step(self, inputs, states, training=False):
         z_prev, *cells_prev = states[:-2]
@@ -270,8 +270,12 @@ class DiffStkRNNCell(DiffStkCell):
         carry_sharpness: Positive slope of the soft count's threshold.
             Default: 4.0 (about 0.12 carried on a first NO-OP, 0.88 on a
             second).
-        seed: Integer seed of the noise. Default: `None`.
-        kernel_initializer: Initializer of `U`, `A`, `D` and `P`.
+        seed: Integer seed of the noise (not of the initial weights: seed
+            the initializers for those). Default: `None`.
+        kernel_initializer: Initializer of `U`, `A`, `D` and `P`, each
+            drawn from its own seed (see `zoo.cells.base.ZooCell`; the
+            controller's weights are named `controller/...`, the stack's
+            `stack/...`).
         recurrent_initializer: Initializer of `R`.
         bias_initializer: Initializer of `b`, `b_A` and `b_D`.
 

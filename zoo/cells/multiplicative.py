@@ -11,7 +11,7 @@ both cells here and by the stack-augmented cells built on them.
 import keras
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell, independent_initializers
+from zoo.cells.base import LSTMGates, ZooCell, stacked_initializer
 from zoo.checks import check_positive_int
 from zoo.registry import register_cell
 
@@ -289,14 +289,11 @@ class TensorRNNCell(ZooCell):
             initializer=self.kernel_initializer,
             name="kernel",
         )
-        copies = independent_initializers(self.recurrent_initializer, self.vocab_size)
-
-        def per_symbol_initializer(shape, dtype=None):
-            return ops.stack([copy(shape[1:], dtype=dtype) for copy in copies])
-
         self.recurrent_kernel = self.add_weight(
             shape=(self.vocab_size, self.units, self.units),
-            initializer=per_symbol_initializer,
+            initializer=stacked_initializer(
+                self.recurrent_initializer, self.vocab_size
+            ),
             name="recurrent_kernel",
         )
         self.bias = None

@@ -40,7 +40,8 @@ class StackRNNCell(StackCell):
         empty_value: Value of an empty element. Default: -1.0.
         activation: Activation of `h_t`. Default: `"sigmoid"`.
         use_bias: Whether to add `b`. Default: `True`.
-        kernel_initializer: Initializer of `U`, `A`, `D` and `P`.
+        kernel_initializer: Initializer of `U`, `A`, `D` and `P`, each
+            drawn from its own seed (see `zoo.cells.base.ZooCell`).
         recurrent_initializer: Initializer of `R`.
         bias_initializer: Initializer of `b`, `b_A` and `b_D`.
 
@@ -76,7 +77,7 @@ class StackRNNCell(StackCell):
             self.bias = self.add_weight(
                 shape=(self.units,), initializer=self.bias_initializer, name="bias"
             )
-        self.stack.build((None, self.units))
+        self.build_part(self.stack, (None, self.units))
 
     def step(self, inputs, states, training=False):
         h_prev, stack = states

@@ -14,6 +14,7 @@ import keras
 from keras import ops
 
 from zoo.checks import check_number, check_positive_int
+from zoo.initializers import IndependentWeights
 
 PUSH, POP, NO_OP = 0, 1, 2
 
@@ -44,7 +45,7 @@ def stack_update(stack, actions, pushed, empty_value=0.0):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class DifferentiableStack(keras.Layer):
+class DifferentiableStack(IndependentWeights, keras.Layer):
     """A continuous stack driven by a recurrent controller's state.
 
     Holds the stack's weights and applies eqs. 6-8 of Mali et al. (2020)
@@ -79,6 +80,11 @@ class DifferentiableStack(keras.Layer):
         use_bias: Whether `A` and `D` have biases. Default: `True`.
         kernel_initializer: Initializer of `A`, `D` and `P`.
         bias_initializer: Initializer of `b_A` and `b_D`.
+
+    Each weight draws from a seed of its own (`zoo.initializers`), derived
+    from the layer's and the weight's name: `A`, `D` and `P` start
+    independent though one initializer serves them. Inside a stack cell the
+    layer's seed is the cell's, its weights named `stack/...`.
 
     Example:
 
