@@ -20,6 +20,8 @@ from zoo.registry import (
     get_cell,
     get_cell_class,
 )
+from zoo.tensorflow_loop import tensorflow_loop
+from zoo.tensorflow_steps import tensorflow_steps
 
 __all__ = [
     "available_cells",
@@ -38,6 +40,8 @@ __all__ = [
     "recurrent_layer",
     "reset_states",
     "tagger",
+    "tensorflow_loop",
+    "tensorflow_steps",
     "trace_recognizer",
     *cells.__all__,
 ]
