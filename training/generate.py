@@ -90,6 +90,8 @@ def main(argv=None):
             args.top_k,
             args.seed,
         )
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(text)
