@@ -63,7 +63,7 @@ FLOORS = (
     (
         "runs",
         "a run directory: training into one, loading and exporting it",
-        ("training.runs", "training.saved_model"),
+        ("training.run_dirs", "training.runs", "training.saved_model"),
     ),
     (
         "tables",

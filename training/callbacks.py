@@ -2,7 +2,10 @@
 exact resumption."""
 
 import json
+import math
+import numbers
 import os
+import secrets
 from pathlib import Path
 
 import h5py
@@ -147,13 +150,19 @@ class EpochMetrics(keras.callbacks.Callback):
 def write_atomically(path, text):
     """Writes `text` to `path` through a temporary file and `os.replace`.
 
-    A reader never sees half a file; the temporary file is this process's
-    own, so processes writing the same path never write into each other's.
+    A reader never sees half a file; the temporary file is this call's own
+    (`NAME.partial-PID-RANDOM`), so writers of the same path never write
+    into each other's, and it is removed when the write fails.
     """
     path = Path(path)
-    partial = path.with_name(f"{path.name}.partial-{os.getpid()}")
-    partial.write_text(text)
-    os.replace(partial, path)
+    partial = path.with_name(
+        f"{path.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+    )
+    try:
+        partial.write_text(text)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
@@ -183,16 +192,93 @@ CALLBACK_STATE = {
 }
 
 
+def _kind_of(callback):
+    return next((kind for kind in CALLBACK_STATE if isinstance(callback, kind)), None)
+
+
 def _state_of(callback):
-    for kind, names in CALLBACK_STATE.items():
-        if isinstance(callback, kind):
-            return {
-                name: None
-                if getattr(callback, name) is None
-                else float(getattr(callback, name))
-                for name in names
-            }
-    return None
+    kind = _kind_of(callback)
+    if kind is None:
+        return None
+    values = {name: getattr(callback, name) for name in CALLBACK_STATE[kind]}
+    return {name: None if v is None else float(v) for name, v in values.items()}
+
+
+def backup_field_error(path, field, value, expected):
+    """The one-line `ValueError` of a backup whose `field` (in the file
+    `path`) holds `value` instead of what was `expected`."""
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return ValueError(
+        f"Backup {str(path)!r}: {field} is {shown}; expected {expected} (delete "
+        f"{str(Path(path).parent)!r} to start afresh)."
+    )
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_metadata(metadata, path, epochs=None, log_path=None):
+    """Checks a backup's metadata (read from `path`) field by field.
+
+    A one-line `ValueError` (`backup_field_error`) for the first field that
+    is not what `RunBackup` writes: `epoch` an integer from 0 to `epochs`,
+    `weights` a file name in the backup, `callbacks` a list of states (each
+    an object of numbers or nulls), `seed_generators` a list of lists of
+    integers, `log_size` null or from 0 to the size of `log_path`, `facts`
+    an object.
+    """
+    if not isinstance(metadata, dict):
+        raise backup_field_error(path, "the file", metadata, "a JSON object")
+    epoch = metadata.get("epoch")
+    if not _is_int(epoch) or epoch < 0 or (epochs is not None and epoch > epochs):
+        top = "" if epochs is None else f" to {epochs} (train.epochs)"
+        raise backup_field_error(path, "epoch", epoch, f"an integer from 0{top}")
+    weights = metadata.get("weights")
+    if (
+        not isinstance(weights, str)
+        or weights in ("", ".", "..")
+        or (Path(weights).name != weights)
+    ):
+        raise backup_field_error(path, "weights", weights, "a file name")
+    states = metadata.get("callbacks")
+    if states is not None:
+        if not isinstance(states, list):
+            raise backup_field_error(path, "callbacks", states, "a list")
+        for index, state in enumerate(states):
+            if not isinstance(state, dict) or not all(
+                value is None or _is_number(value) for value in state.values()
+            ):
+                expected = "an object of numbers or nulls"
+                raise backup_field_error(path, f"callbacks[{index}]", state, expected)
+    generators = metadata.get("seed_generators")
+    if generators is not None and not (
+        isinstance(generators, list)
+        and all(
+            isinstance(state, list) and all(_is_int(v) for v in state)
+            for state in generators
+        )
+    ):
+        expected = "a list of lists of integers"
+        raise backup_field_error(path, "seed_generators", generators, expected)
+    log_size = metadata.get("log_size")
+    if log_size is not None:
+        exists = log_path is not None and Path(log_path).is_file()
+        top = Path(log_path).stat().st_size if exists else None
+        too_big = top is not None and _is_int(log_size) and log_size > top
+        if not _is_int(log_size) or log_size < 0 or too_big:
+            limit = "" if top is None else f" to {top} (the size of {str(log_path)!r})"
+            raise backup_field_error(
+                path, "log_size", log_size, f"null or an integer from 0{limit}"
+            )
+    facts = metadata.get("facts")
+    if facts is not None and not isinstance(facts, dict):
+        raise backup_field_error(path, "facts", facts, "an object")
 
 
 def seed_generators(model):
@@ -240,6 +326,8 @@ class RunBackup(keras.callbacks.BackupAndRestore):
             returns it under `"facts"`.
     """
 
+    METADATA = "training_metadata.json"  # Keras's name for it
+
     def __init__(self, backup_dir, log_path=None, facts=None):
         super().__init__(str(backup_dir))
         self.log_path = None if log_path is None else Path(log_path)
@@ -252,20 +340,32 @@ class RunBackup(keras.callbacks.BackupAndRestore):
         self.tracked = [c for c in callbacks if isinstance(c, kinds)]
 
     @staticmethod
-    def read_metadata(backup_dir):
-        """The committed metadata of a backup folder, or `None` if it has none."""
-        path = Path(backup_dir) / "training_metadata.json"
+    def read_metadata(backup_dir, epochs=None, log_path=None):
+        """The committed metadata of a backup folder, or `None` if it has none.
+
+        Every field is checked before it is used (`check_metadata`): a
+        one-line `ValueError` names the file, the field and what was
+        expected, as it does for a backup that is a file. `epochs` bounds
+        its epoch; its `log_size` must lie within the file at `log_path`.
+        """
+        backup_dir = Path(backup_dir)
+        if backup_dir.exists() and not backup_dir.is_dir():
+            raise ValueError(
+                f"Backup {str(backup_dir)!r} is a file; expected the folder "
+                "python -m training.train writes (move it away to start afresh)."
+            )
+        path = backup_dir / RunBackup.METADATA
         if not path.exists():
             return None
         try:
             metadata = json.loads(path.read_text())
-            int(metadata["epoch"]), str(metadata["weights"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, UnicodeDecodeError):
             raise ValueError(
                 f"Backup {str(path)!r} is not a backup written by this version; "
                 f"expected its JSON (delete {str(backup_dir)!r} to start afresh)."
             ) from None
-        weights = Path(backup_dir) / metadata["weights"]
+        check_metadata(metadata, path, epochs, log_path)
+        weights = backup_dir / metadata["weights"]
         if not h5py.is_hdf5(weights):
             raise ValueError(
                 f"Backup weights {str(weights)!r} cannot be read (not an HDF5 "
@@ -324,7 +424,22 @@ class RunBackup(keras.callbacks.BackupAndRestore):
                 f"Backup {self.backup_dir!r} holds the state of {len(states)} "
                 f"callbacks; expected {len(self.tracked)} (delete it to start afresh)."
             )
-        for callback, state in zip(self.tracked, states, strict=True):
+        pairs = list(zip(self.tracked, states, strict=True))
+        for index, (callback, state) in enumerate(pairs):
+            names = CALLBACK_STATE[_kind_of(callback)]
+            counters = [
+                value
+                for name, value in state.items()
+                if isinstance(getattr(callback, name, None), int) and value is not None
+            ]
+            if set(state) != set(names) or not all(map(math.isfinite, counters)):
+                raise backup_field_error(
+                    self._training_metadata_path,
+                    f"callbacks[{index}]",
+                    state,
+                    f"the state of a {type(callback).__name__} ({', '.join(names)})",
+                )
+        for callback, state in pairs:
             for name, value in state.items():
                 if isinstance(getattr(callback, name), int) and value is not None:
                     value = int(value)

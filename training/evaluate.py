@@ -50,7 +50,7 @@ def evaluate_run(run_dir, split="test"):
             f"{', '.join(task.splits)}."
         )
     metrics = task.evaluate(run.model, split)
-    if not runs.is_preset(run_dir):  # a preset is read-only
+    if not runs.read_only(run_dir):  # a preset
         runs.write_json(runs.check_run(run_dir) / f"evaluation-{split}.json", metrics)
     return task, metrics
 
@@ -106,7 +106,7 @@ def evaluate_dynamic(run_dir, split="test", **settings):
             f"{settings['learning_rate']:g}; expected a smaller learning rate "
             "(nothing was written)."
         )
-    if not runs.is_preset(run_dir):  # a preset is read-only
+    if not runs.read_only(run_dir):  # a preset
         runs.write_json(
             runs.check_run(run_dir) / f"evaluation-{split}-dynamic.json", result
         )
@@ -166,6 +166,8 @@ def main(argv=None):
             _, result = evaluate_dynamic(args.run_dir, args.split, **settings)
         else:
             task, metrics = evaluate_run(args.run_dir, args.split)
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted; nothing was written\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     if args.dynamic:

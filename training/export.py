@@ -24,6 +24,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         path = export_run(args.run_dir, args.out_dir)
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted; {args.out_dir} is as it was\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(summary(path))

@@ -126,11 +126,16 @@ def main(argv=None):
     )
     try:
         first = next(pieces)  # the checks and the loading
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(first, end="", flush=True)
-    for piece in pieces:  # printed as sampled
-        print(piece, end="", flush=True)
+    try:
+        for piece in pieces:  # printed as sampled
+            print(piece, end="", flush=True)
+    except KeyboardInterrupt:
+        parser.exit(130, f"\n{parser.prog}: interrupted\n")
     print()
     return 0
 

@@ -22,7 +22,6 @@ same distribution for Dyck and recognition tasks (the data seed
 import argparse
 import json
 import math
-import os
 import shlex
 import shutil
 import sys
@@ -32,7 +31,7 @@ import keras
 import tensorflow as tf
 
 import zoo
-from training import file_schema, recipes, runs, table_schema
+from training import file_schema, recipes, run_dirs, runs, table_schema
 from training.tasks import make_task
 from zoo.checks import check_number
 
@@ -225,10 +224,14 @@ def save_preset(
     The model is the run's best, rebuilt in float32 from the recipe and
     saved without its optimizer; `vocabulary.json`, `recipe.json` and
     `metrics.json` are the run's; `card.json` and `README.md` describe it.
-    The preset is written beside `path` and moved into place; an existing
-    `path` is replaced only when it is empty or a preset (it holds
-    `card.json`), anything else is a `ValueError`. Nothing is written
-    when the run, the table row or the metric is refused.
+    The run must be finished (`run_dirs.check_finished`: its metrics and
+    model describe one model; a run trained again meanwhile is refused).
+    The preset is written into a folder of this process's own beside `path`
+    (`run_dirs.scratch_beside`; a folder named `PATH.partial` is never
+    touched) and moved into place; an existing `path` is replaced only when
+    it is empty or a preset (it holds `card.json`), anything else is a
+    `ValueError`. Nothing is written when the run, the table row or the
+    metric is refused.
 
     Args:
         run_dir: A finished run directory (or `preset:NAME`).
@@ -259,6 +262,8 @@ def save_preset(
     source = runs.check_run(
         run_dir, needs=(runs.RECIPE, runs.VOCABULARY, runs.BEST, runs.METRICS)
     )
+    run_dirs.check_finished(source)
+    stamp = run_dirs.stamp(source)
     recipe = runs.read_recipe(source / runs.RECIPE)
     metrics = runs.read_json(source / runs.METRICS)
     file_schema.check(metrics, file_schema.METRICS, source / runs.METRICS)
@@ -278,39 +283,51 @@ def save_preset(
         recipe, metrics, metric or REMEASURED[recipe["task"]["kind"]], tolerance
     )
     run = runs.load_run(source, precision="float32")
+    partial = run_dirs.scratch_beside(path, "preset target")
+    try:
+        _write_run_files(source, partial, run, recipe)
+        trainable = sum(math.prod(w.shape) for w in run.model.trainable_weights)
+        card = {
+            "name": name,
+            # A table row's recipe file describes its default cell, not the row's.
+            "description": recipe["description"]
+            if table_entry is None
+            else f"{table_entry['title']}, row {table_entry['row']}",
+            "task": task_summary(recipe),
+            "cell": recipe["model"]["cell"],
+            "recipe": recipe,
+            "command": None if command is None else shlex.join(command),
+            "seed": recipe["train"]["seed"],
+            "metrics": {k: v for k, v in metrics.items() if k not in runs.EXECUTION},
+            "table": table_entry,
+            "parameters": {"total": run.model.count_params(), "trainable": trainable},
+            "size_bytes": (partial / runs.BEST).stat().st_size,
+            "remeasure": plan,
+            "versions": {"keras": keras.__version__, "tensorflow": tf.__version__},
+        }
+        runs.write_json(partial / zoo.presets.loading.CARD, card)
+        (partial / zoo.presets.loading.README).write_text(model_card(card))
+        if run_dirs.stamp(source) != stamp:  # trained again while read
+            raise runs.RunError(
+                f"Run directory {str(source)!r} changed while it was read (a "
+                "re-run finished); expected a finished run: run the command again."
+            )
+        run_dirs.replace_folder(partial, path, _is_preset, "preset target")
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)  # left when not moved in
+    return card
 
-    partial = path.with_name(path.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+
+def _is_preset(folder):
+    return (Path(folder) / zoo.presets.loading.CARD).is_file()
+
+
+def _write_run_files(source, partial, run, recipe):
+    """The model (float32, no optimizer), recipe, vocabulary and metrics."""
     run.model.save(partial / runs.BEST)
     runs.write_json(partial / runs.RECIPE, recipe)
     shutil.copyfile(source / runs.VOCABULARY, partial / runs.VOCABULARY)
     shutil.copyfile(source / runs.METRICS, partial / runs.METRICS)
-    trainable = sum(math.prod(w.shape) for w in run.model.trainable_weights)
-    card = {
-        "name": name,
-        # A table row's recipe file describes its default cell, not the row's.
-        "description": recipe["description"]
-        if table_entry is None
-        else f"{table_entry['title']}, row {table_entry['row']}",
-        "task": task_summary(recipe),
-        "cell": recipe["model"]["cell"],
-        "recipe": recipe,
-        "command": None if command is None else shlex.join(command),
-        "seed": recipe["train"]["seed"],
-        "metrics": {k: v for k, v in metrics.items() if k not in runs.EXECUTION},
-        "table": table_entry,
-        "parameters": {"total": run.model.count_params(), "trainable": trainable},
-        "size_bytes": (partial / runs.BEST).stat().st_size,
-        "remeasure": plan,
-        "versions": {"keras": keras.__version__, "tensorflow": tf.__version__},
-    }
-    runs.write_json(partial / zoo.presets.loading.CARD, card)
-    (partial / zoo.presets.loading.README).write_text(model_card(card))
-    if path.exists():
-        shutil.rmtree(path)
-    os.replace(partial, path)
-    return card
 
 
 def headline(card):
@@ -422,6 +439,8 @@ def main(argv=None):
             parser.error("--remeasure takes no RUN_DIR or OUT_DIR.")
         try:
             value, plan = remeasure(args.remeasure)
+        except KeyboardInterrupt:
+            parser.exit(130, f"{parser.prog}: interrupted\n")
         except (ValueError, OSError) as error:
             parser.exit(2, f"{parser.prog}: error: {error}\n")
         within = abs(value - plan["value"]) <= plan["tolerance"]
@@ -443,6 +462,8 @@ def main(argv=None):
             metric=args.metric,
             tolerance=args.tolerance,
         )
+    except KeyboardInterrupt:
+        parser.exit(130, f"{parser.prog}: interrupted; {args.out_dir} is as it was\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(f"preset {card['name']}: {headline(card)}, {card['size_bytes']:,} bytes")

@@ -365,6 +365,12 @@ def main(argv=None):
             return 0
         sweep = _prepare(args)
         return _sweep(args, sweep, started)
+    except KeyboardInterrupt:  # each run keeps its backup; records are whole
+        parser.exit(
+            130,
+            f"{parser.prog}: interrupted; the same command resumes the table "
+            "(finished runs are kept)\n",
+        )
     except (table_schema.TableError, recipes.RecipeError, runs.RunError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     except OSError as error:

@@ -4,7 +4,8 @@ A run directory holds `recipe.json` (the resolved recipe, seed included),
 `vocabulary.json`, `best.keras` (the best model by validation loss),
 `backup/` (`BackupAndRestore`, while training), `log.csv`, `tensorboard/`,
 `metrics.json`, `.train.lock` (locked while a process trains there; it names
-that process) and, after export, `saved_model/`.
+that process) and, after export, `saved_model/`; `training.run_dirs` says
+which folders training may write and in which state a run is.
 
 - `train_run(recipe, run_dir)` trains a resolved recipe there and returns its
   metrics (what `python -m training.train` runs);
@@ -17,11 +18,9 @@ that process) and, after export, `saved_model/`.
 
 import collections
 import contextlib
-import fcntl
 import json
 import math
-import os
-import socket
+import shutil
 import tempfile
 import zipfile
 from pathlib import Path
@@ -29,28 +28,31 @@ from pathlib import Path
 import keras
 
 import zoo
-from training import backends, compile_mode, file_schema, fitting, recipes
+from training import backends, compile_mode, file_schema, fitting, recipes, run_dirs
 from training.callbacks import AtomicModelCheckpoint, RunBackup, write_atomically
 from training.data.tokenize import Vocabulary
+from training.run_dirs import (  # noqa: F401 (RunError: this module's API too)
+    BACKUP,
+    BEST,
+    JIT_COMPILE,
+    LOG,
+    METRICS,
+    RECIPE,
+    STEPS_PER_EXECUTION,
+    TENSORBOARD,
+    TRAIN_LOCK,
+    VOCABULARY,
+    RunError,
+    lock_run_dir,
+)
 from training.tasks import make_task
 
-RECIPE, VOCABULARY, BEST, METRICS = (
-    "recipe.json",
-    "vocabulary.json",
-    "best.keras",
-    "metrics.json",
-)
-BACKUP, LOG, TENSORBOARD = "backup", "log.csv", "tensorboard"
 # The keys of metrics.json that record the compile mode, the steps per
 # call of the train function and the Keras backend of the run (not splits).
-JIT_COMPILE, STEPS_PER_EXECUTION, BACKEND = (
-    "jit_compile",
-    "steps_per_execution",
-    "backend",
-)
+# (`run_dirs` names the first two: a backup keeps them too.)
+BACKEND = "backend"
 # Those that say how the run executed its steps (a preset's card omits them).
 EXECUTION = (JIT_COMPILE, STEPS_PER_EXECUTION)
-TRAIN_LOCK = ".train.lock"
 # Where a CLI takes a run directory, `preset:NAME` takes a preset (`check_run`).
 PRESET_PREFIX = "preset:"
 
@@ -58,10 +60,6 @@ Run = collections.namedtuple("Run", ["recipe", "vocabulary", "task", "model"])
 Run.__doc__ = (
     """A finished run: its recipe, vocabulary, task (no data read) and model."""
 )
-
-
-class RunError(ValueError):
-    """A run directory is missing or incomplete; the message is one line."""
 
 
 def write_json(path, value):
@@ -121,6 +119,12 @@ def is_preset(run_dir):
     return str(run_dir).startswith(PRESET_PREFIX)
 
 
+def read_only(run_dir):
+    """Whether `run_dir` is a preset, named (`is_preset`) or a folder holding
+    `card.json`: commands read it and write nothing into it."""
+    return is_preset(run_dir) or (Path(run_dir) / run_dirs.CARD).is_file()
+
+
 def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
     """Returns `run_dir` as a `Path`; a `RunError` unless it holds `needs`.
 
@@ -143,39 +147,6 @@ def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
                 "directory written by python -m training.train."
             )
     return run_dir
-
-
-@contextlib.contextmanager
-def lock_run_dir(run_dir, name=TRAIN_LOCK):
-    """Holds an exclusive lock on the existing folder `run_dir` while the block runs.
-
-    The lock is an `fcntl.flock` on the file `name` in `run_dir`, which
-    names its holder (process id and host) while it is held. It is
-    released when the block ends or the process dies, however it dies; a
-    lock file left behind blocks no one.
-
-    Raises:
-        RunError: another process holds the lock (the message names it).
-    """
-    path = Path(run_dir) / name
-    with open(path, "a+") as file:
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            file.seek(0)
-            holder = file.read().strip() or "another process"
-            raise RunError(
-                f"Run directory {str(run_dir)!r} is locked by {holder} (which holds "
-                f"{str(path)!r}); expected one process per run directory: wait "
-                "for it to finish or use another --run-dir."
-            ) from None
-        try:
-            file.truncate(0)
-            file.write(f"process {os.getpid()} on {socket.gethostname()}\n")
-            file.flush()
-            yield path
-        finally:
-            file.truncate(0)  # released: it names no one
 
 
 def run_directory_callbacks(run_dir, monitor, facts=None):
@@ -207,9 +178,13 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     directory, the data, the model and its options), and the run directory
     is locked while it is written (`lock_run_dir`): a second process
     training into it is refused. A run directory that
-    already holds this recipe resumes from its backup (a finished run is
-    trained again from the start); one that holds another recipe is a
-    `RunError`. The model is built and fitted in the scope of
+    already holds this recipe resumes from its backup; a finished run is
+    trained again from the start in its `attempt/` folder, resumed there,
+    and moved over the finished one only when it finishes (`run_dirs`), so
+    the finished run's files stay as they were until then. One that holds
+    another recipe, a preset, a record of results/ or files training does
+    not write is a `RunError`, and so is a backup whose metadata cannot be
+    resumed from (`run_dirs.read_backup`). The model is built and fitted in the scope of
     `training.fitting.distribution_strategy` (`train.distribute`); in a
     multi-worker run only the chief writes `run_dir`, the other workers
     train in temporary directories and return their (equal) metrics. Prints
@@ -230,9 +205,16 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         formats one.
 
     Raises:
-        RunError: `run_dir` is a file, holds another recipe, or is locked by
-            another process.
+        RunError: `run_dir` is a file or `preset:NAME`, is not a run
+            directory, holds another recipe, or is locked by another process.
+        ValueError: its backup cannot be resumed from (one line naming the
+            file and field; nothing written).
     """
+    if is_preset(run_dir):
+        raise RunError(
+            f"{str(run_dir)!r} names a preset, which training never writes; "
+            "expected a run directory (a new --run-dir)."
+        )
     run_dir = Path(run_dir)
     _refuse_file(run_dir)
     strategy = fitting.distribution_strategy(recipe["train"])  # before other ops
@@ -256,78 +238,100 @@ def check_run_dir(
 ):
     """Refuses a `run_dir` that cannot hold a run of `recipe`; reads only.
 
-    A one-line `RunError` if it is a file or holds another recipe (`advice`
-    says what to do instead), or if its `recipe.json` is not JSON; a new
-    directory, or one holding this recipe (to resume or train again), passes.
+    A one-line `RunError` if it is a file, a folder the project did not make
+    as a run directory (`run_dirs.check_owned`: a preset, a record, a folder
+    holding other files) or holds another recipe (`advice` says what to do
+    instead), or if its `recipe.json` is not JSON; a new directory, or one
+    holding this recipe (to resume or train again), passes.
     """
     run_dir = Path(run_dir)
     _refuse_file(run_dir)
-    recipe_path = run_dir / RECIPE
-    if recipe_path.exists() and read_recipe(recipe_path) != recipe:
-        raise RunError(
-            f"Run directory {str(run_dir)!r} holds a different recipe; expected "
-            f"{advice}."
-        )
+    run_dirs.check_owned(run_dir)
+    for folder in (run_dir, run_dirs.attempt_dir(run_dir)):
+        recipe_path = folder / RECIPE
+        if recipe_path.exists() and read_recipe(recipe_path) != recipe:
+            raise RunError(
+                f"Run directory {str(run_dir)!r} holds a different recipe; expected "
+                f"{advice}."
+            )
 
 
-def _backup_to_resume(recipe, run_dir):
-    """The backup metadata of an interrupted run of `recipe` in `run_dir`, or None.
+def _plan(recipe, run_dir):
+    """Where a run of `recipe` trains in `run_dir`, and the backup it resumes.
 
-    A `RunError` if `run_dir` holds another recipe (`check_run_dir`); a
-    `ValueError` if its backup cannot be read. Reads only.
+    `(folder, backup metadata or None)`: the folder is `run_dir` itself, or
+    its attempt folder when it holds a finished run (`run_dirs`); `(None,
+    None)` when a finished attempt waits to be moved in. Reads only: a
+    `RunError` as `check_run_dir` gives, a `ValueError` naming the backup's
+    file and field when it cannot be resumed from (`read_backup`).
     """
     check_run_dir(run_dir, recipe)
-    return RunBackup.read_metadata(run_dir / BACKUP) if run_dir.is_dir() else None
+    found = run_dirs.state(run_dir)
+    if found == run_dirs.PROMOTING:
+        return None, None
+    folder = run_dirs.attempt_dir(run_dir) if found == run_dirs.FINISHED else run_dir
+    return folder, run_dirs.read_backup(recipe, folder)
 
 
 def _train_in(recipe, run_dir, strategy, verbose, callbacks):
-    # Every check before the first write: the run directory's recipe and
-    # backup, the data, the model (its options are checked when it is built).
-    _backup_to_resume(recipe, run_dir)
+    # Every check before the first write: the run directory (its owner,
+    # recipe and backup), the data, the model (its options are checked when
+    # it is built).
+    _plan(recipe, run_dir)
     task, model = _seeded_start(recipe, strategy)  # reads the data
-    vocabulary = task.vocabulary.to_json()
-
     run_dir.mkdir(parents=True, exist_ok=True)
     with lock_run_dir(run_dir), strategy.scope():
-        # Read again under the lock: another process may have trained here
-        # since the check above.
-        backup = _backup_to_resume(recipe, run_dir)
-        jit = compile_choice(task, backup)
-        steps = steps_choice(task, jit.used, backup)
-        compile_mode.configure_determinism(jit.used)
-        write_json(run_dir / RECIPE, recipe)
-        log = run_dir / LOG
-        if backup is None:  # a new or finished run starts afresh
-            log.unlink(missing_ok=True)
-            (run_dir / BEST).unlink(missing_ok=True)
-        elif log.exists():  # drop the rows of epochs the backup does not hold
-            with open(log, "r+b") as file:
-                file.truncate(backup["log_size"] or 0)
-        (run_dir / VOCABULARY).write_text(vocabulary)
-        facts = {JIT_COMPILE: jit._asdict(), STEPS_PER_EXECUTION: steps._asdict()}
-        history = fitting.fit(
-            model,
-            task,
-            callbacks=[
-                *run_directory_callbacks(run_dir, task.monitor, facts),
-                *callbacks,
-            ],
-            verbose=verbose,
-            jit_compile=jit.used,
-            steps_per_execution=steps.used,
+        # Again under the lock: another process may have trained here since.
+        folder, backup = _plan(recipe, run_dir)
+        if folder is None:  # a re-run that finished, cut off while moved in
+            run_dirs.promote(run_dir)
+            return read_json(run_dir / METRICS)
+        if backup is None and folder != run_dir:  # an attempt with no epoch
+            shutil.rmtree(folder, ignore_errors=True)
+        metrics = _fit_in(recipe, task, model, folder, backup, verbose, callbacks)
+        if folder != run_dir:  # a finished run trained again
+            run_dirs.promote(run_dir)
+    return metrics
+
+
+def _fit_in(recipe, task, model, folder, backup, verbose, callbacks):
+    """Trains the seeded `model` in `folder` from `backup` (or the start),
+    evaluates its best model and writes `metrics.json` last."""
+    jit = compile_choice(task, backup)
+    steps = steps_choice(task, jit.used, backup)
+    compile_mode.configure_determinism(jit.used)
+    folder.mkdir(exist_ok=True)
+    (folder / METRICS).unlink(missing_ok=True)  # from before a legacy resume
+    write_json(folder / RECIPE, recipe)
+    log = folder / LOG
+    if backup is None:  # an unfinished run starts afresh
+        log.unlink(missing_ok=True)
+        (folder / BEST).unlink(missing_ok=True)
+    elif log.exists():  # drop the rows of epochs the backup does not hold
+        with open(log, "r+b") as file:
+            file.truncate(backup["log_size"] or 0)
+    (folder / VOCABULARY).write_text(task.vocabulary.to_json())
+    facts = {JIT_COMPILE: jit._asdict(), STEPS_PER_EXECUTION: steps._asdict()}
+    history = fitting.fit(
+        model,
+        task,
+        callbacks=[*run_directory_callbacks(folder, task.monitor, facts), *callbacks],
+        verbose=verbose,
+        jit_compile=jit.used,
+        steps_per_execution=steps.used,
+    )
+    losses = history.history.get("loss", [])
+    if not all(math.isfinite(loss) for loss in losses):
+        raise RunError(
+            f"Training diverged: the loss became {losses[-1]} in epoch "
+            f"{len(losses)} and TerminateOnNaN stopped the run; expected finite "
+            "losses (try a lower train.learning_rate)."
         )
-        losses = history.history.get("loss", [])
-        if not all(math.isfinite(loss) for loss in losses):
-            raise RunError(
-                f"Training diverged: the loss became {losses[-1]} in epoch "
-                f"{len(losses)} and TerminateOnNaN stopped the run; expected finite "
-                "losses (try a lower train.learning_rate)."
-            )
-        best = load_best(task, run_dir / BEST)
-        metrics = {split: task.evaluate(best, split) for split in task.splits}
-        metrics.update(facts)
-        metrics[BACKEND] = backends.describe()
-        write_json(run_dir / METRICS, metrics)
+    best = load_best(task, folder / BEST)
+    metrics = {split: task.evaluate(best, split) for split in task.splits}
+    metrics.update(facts)
+    metrics[BACKEND] = backends.describe()
+    write_json(folder / METRICS, metrics)
     return metrics
 
 

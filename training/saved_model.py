@@ -53,7 +53,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from training import backends, runs
+from training import backends, run_dirs, runs
 from training.data.tokenize import Tokenizer
 
 
@@ -199,8 +199,11 @@ MARKER = "zoo_export.json"  # what marks a folder as an export of `export_run`
 def export_run(run_dir, out_dir):
     """Exports the best model of a run directory; returns the SavedModel path.
 
-    The SavedModel is written beside `out_dir` and moved into place, so
-    `out_dir` holds a whole export or what it held before. An existing
+    The SavedModel is written into a folder of this process's own beside
+    `out_dir` (`run_dirs.scratch_beside`: `OUT.partial-PID-RANDOM`; a folder
+    named `OUT.partial` is never touched) and moved into place, so `out_dir`
+    holds a whole export or what it held before; exports into one `out_dir`
+    at once each succeed in turn (`run_dirs.replace_folder`). An existing
     `out_dir` is replaced only when it is empty or an earlier export of
     this function (it holds `MARKER`); anything else is a `ValueError`.
     On a backend other than TensorFlow the export runs in a TensorFlow
@@ -213,29 +216,32 @@ def export_run(run_dir, out_dir):
         raise ValueError(
             f"Export target {str(out_dir)!r} is a file; expected a folder."
         )
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / MARKER).exists():
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not _is_export(out_dir):
         raise ValueError(
             f"Export target {str(out_dir)!r} is a non-empty folder that is not an "
             "earlier export; expected a new or empty folder."
         )
     run = runs.load_run(run_dir, precision="float32")  # serves float32 anywhere
-    partial = out_dir.with_name(out_dir.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    export_model(
-        run.model,
-        run.vocabulary,
-        partial,
-        start_id=run.task.start_id,
-        head=run.task.head,
-        normalize=run.task.text_normalizer,
-    )
     source = runs.check_run(run_dir).resolve()  # a preset's own folder
-    marker = {"run_dir": str(source), "backend": "tensorflow"}
-    runs.write_json(partial / MARKER, marker)
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    os.replace(partial, out_dir)
-    return out_dir
+    partial = run_dirs.scratch_beside(out_dir, "export target")
+    try:
+        export_model(
+            run.model,
+            run.vocabulary,
+            partial,
+            start_id=run.task.start_id,
+            head=run.task.head,
+            normalize=run.task.text_normalizer,
+        )
+        marker = {"run_dir": str(source), "backend": "tensorflow"}
+        runs.write_json(partial / MARKER, marker)
+        return run_dirs.replace_folder(partial, out_dir, _is_export, "export target")
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)  # left when not moved in
+
+
+def _is_export(folder):
+    return (Path(folder) / MARKER).is_file()
 
 
 def export_in_tensorflow(run_dir, out_dir):

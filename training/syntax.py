@@ -48,6 +48,11 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
     if every < 1:
         raise ValueError(f"--every must be at least 1; received {every!r}.")
     name = MARVIN_LINZEN if suite == MARVIN_LINZEN else Path(suite).stem
+    if not out and runs.read_only(run_dir):
+        raise ValueError(
+            f"{run_dir} is a preset, which is read-only; expected --out DIR for "
+            "syntax.json, syntax.csv and syntax.png."
+        )
     out = plots.check_out_dir(out if out else Path(run_dir) / f"syntax-{name}")
     run = runs.load_run(run_dir)
     check_kind(run.recipe, ("language_model",), "Syntactic evaluation", run_dir)

@@ -31,13 +31,24 @@ def main(argv=None):
     parser.add_argument("--run-dir", default=None)
     parser.add_argument("--no-export", action="store_true")
     args = parser.parse_intermixed_args(argv)  # overrides may follow options
+    run_dir = args.run_dir or f"runs/{args.recipe}-{args.scale}"
     try:
-        recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
-        run_dir = Path(args.run_dir or f"runs/{args.recipe}-{args.scale}")
-        verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
-        metrics = runs.train_run(recipe, run_dir, verbose=verbose)
+        return _train_and_export(args, run_dir)
+    except KeyboardInterrupt:  # the backup of the last whole epoch stays
+        parser.exit(
+            130,
+            f"{parser.prog}: interrupted; the same command resumes the run in "
+            f"{run_dir}\n",
+        )
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+
+
+def _train_and_export(args, run_dir):
+    recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
+    verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
+    metrics = runs.train_run(recipe, run_dir, verbose=verbose)
+    run_dir = Path(run_dir)
     if not fitting.is_chief(recipe["train"]):
         print("worker finished; the chief wrote the run directory")
         return 0
@@ -53,11 +64,7 @@ def main(argv=None):
         print(f"Keras backend: {backend['name']} {backend['version']}")
     print(f"run directory: {run_dir}")
     if not args.no_export:
-        try:
-            path = export_run(run_dir, run_dir / "saved_model")
-        except (ValueError, OSError) as error:
-            parser.exit(2, f"{parser.prog}: error: {error}\n")
-        print(summary(path))
+        print(summary(export_run(run_dir, run_dir / "saved_model")))
     return 0
 
 
