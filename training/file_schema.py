@@ -339,6 +339,7 @@ METRICS = Table(
             {"used": Number(1, integer=True), "reason": Text()}, ("used", "reason")
         ),
         "backend": Table({"name": Text(), "version": Text()}, ("name", "version")),
+        "grouped_steps": Table({"used": Flag(), "reason": Text()}, ("used", "reason")),
     },
     others=Measures(),
 )

@@ -46,13 +46,16 @@ from training.run_dirs import (  # noqa: F401 (RunError: this module's API too)
     lock_run_dir,
 )
 from training.tasks import make_task
+from zoo.tensorflow_steps import groups_steps
 
 # The keys of metrics.json that record the compile mode, the steps per
 # call of the train function and the Keras backend of the run (not splits).
 # (`run_dirs` names the first two: a backup keeps them too.)
 BACKEND = "backend"
+# Whether a group of steps ran as one XLA program (`grouped_steps`).
+GROUPED_STEPS = "grouped_steps"
 # Those that say how the run executed its steps (a preset's card omits them).
-EXECUTION = (JIT_COMPILE, STEPS_PER_EXECUTION)
+EXECUTION = (JIT_COMPILE, STEPS_PER_EXECUTION, GROUPED_STEPS)
 # Where a CLI takes a run directory, `preset:NAME` takes a preset (`check_run`).
 PRESET_PREFIX = "preset:"
 
@@ -172,7 +175,8 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     `training.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
     evaluates the best model on every split of the task and writes
     `metrics.json`, with the compile mode under `"jit_compile"`, the steps
-    per call under `"steps_per_execution"` and the
+    per call under `"steps_per_execution"`, whether a group of them ran as
+    one XLA program under `"grouped_steps"` (`grouped_steps`) and the
     Keras backend (`KERAS_BACKEND`) and its version under `"backend"`. Nothing is
     written until everything that can refuse the run has passed (the run
     directory, the data, the model and its options), and the run directory
@@ -199,7 +203,8 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     Returns:
         `{split: metrics}` for each of the task's splits,
         `{"jit_compile": {"used": bool, "reason": str}}`,
-        `{"steps_per_execution": {"used": int, "reason": str}}` and
+        `{"steps_per_execution": {"used": int, "reason": str}}`,
+        `{"grouped_steps": {"used": bool, "reason": str}}` and
         `{"backend": {"name": str, "version": str}}`, as in
         `metrics.json`; `make_task(recipe).report(metrics[split], split)`
         formats one.
@@ -330,9 +335,25 @@ def _fit_in(recipe, task, model, folder, backup, verbose, callbacks):
     best = load_best(task, folder / BEST)
     metrics = {split: task.evaluate(best, split) for split in task.splits}
     metrics.update(facts)
+    metrics[GROUPED_STEPS] = grouped_steps(model)
     metrics[BACKEND] = backends.describe()
     write_json(folder / METRICS, metrics)
     return metrics
+
+
+def grouped_steps(model):
+    """Whether `model`'s groups of steps ran as one XLA program, and why.
+
+    `zoo.tensorflow_steps` runs them so on TensorFlow with XLA and more than
+    one step a call; Keras's own train function (a TensorFlow loop around the
+    compiled step, or JAX's Python loop) runs them otherwise.
+    """
+    if groups_steps(model):
+        reason = (
+            f"{model.steps_per_execution} steps in one XLA call (zoo.tensorflow_steps)"
+        )
+        return {"used": True, "reason": reason}
+    return {"used": False, "reason": "Keras's train function"}
 
 
 def _seeded_start(recipe, strategy=None, vocabulary=None):

@@ -59,6 +59,8 @@ def _train_and_export(args, run_dir):
     print(f"XLA: {'on' if jit['used'] else 'off'} ({jit['reason']})")
     steps = metrics[runs.STEPS_PER_EXECUTION]
     print(f"steps per execution: {steps['used']} ({steps['reason']})")
+    if metrics[runs.GROUPED_STEPS]["used"]:
+        print(f"grouped steps: {metrics[runs.GROUPED_STEPS]['reason']}")
     backend = metrics[runs.BACKEND]
     if backend["name"] != "tensorflow":
         print(f"Keras backend: {backend['name']} {backend['version']}")
