@@ -121,10 +121,15 @@ def main(argv=None):
     parser.add_argument("--top-k", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    pieces = sample(
-        args.run_dir, args.prompt, args.length, args.temperature, args.top_k, args.seed
-    )
     try:
+        pieces = sample(
+            args.run_dir,
+            args.prompt,
+            args.length,
+            args.temperature,
+            args.top_k,
+            args.seed,
+        )
         first = next(pieces)  # the checks and the loading
     except KeyboardInterrupt:
         parser.exit(130, f"{parser.prog}: interrupted\n")

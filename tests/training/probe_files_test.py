@@ -329,7 +329,9 @@ def test_generate_prints_the_text_as_it_samples(dyck_run, capsys, monkeypatch):
         return drawn[-1] if drawn[-1] != 2 else 3  # no END: four tokens
 
     monkeypatch.setattr(generate, "sample_next", stop_after_four)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(SystemExit) as stopped:  # Ctrl-C: one line, exit 130
         generate.main([str(dyck_run), "--prompt", "(a", "--length", "100"])
-    printed = capsys.readouterr().out
-    assert printed.startswith("(a ") and len(printed.split()) == 5, printed
+    assert stopped.value.code == 130
+    printed = capsys.readouterr()
+    assert printed.out.startswith("(a ") and len(printed.out.split()) == 5, printed
+    assert printed.err.strip() == "python -m training.generate: interrupted"

@@ -316,7 +316,7 @@ def interrupted_commands_end_in_one_line_with_130(probe):
         (export, "export_run", export.main, [finished, "o"]),
         (preset, "save_preset", preset.main, [finished, "p"]),
         (evaluate, "evaluate_run", evaluate.main, [finished]),
-        (generate, "generate", generate.main, [finished, "--prompt", "("]),
+        (generate, "sample", generate.main, [finished, "--prompt", "("]),
         (reproduce, "_prepare", reproduce.main, ["tiny", "--out", "out"]),
     ]
     probe.monkeypatch.chdir(probe.tmp)

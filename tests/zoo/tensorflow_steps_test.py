@@ -16,6 +16,18 @@ pytestmark = pytest.mark.skipif(
 VOCAB, UNITS, BATCH, TIME = 6, 4, 4, 7
 
 
+@pytest.fixture(autouse=True)
+def no_op_determinism():
+    """Keras refuses XLA under op determinism, which another test may leave on."""
+    from tensorflow.python.framework import config
+
+    was_on = config.is_op_determinism_enabled()
+    config.disable_op_determinism()
+    yield
+    if was_on:
+        config.enable_op_determinism()
+
+
 def dataset(batches=8, lengths=None, seed=0):
     """Recognizer batches; `lengths` pads each batch to its own length."""
     rng = np.random.default_rng(seed)

@@ -178,3 +178,11 @@ def test_the_measured_floor_of_the_report_scale_m4_split():
     }
     assert floors["test"] == pytest.approx(2.3869, abs=1e-4)
     assert floors["dev"] == pytest.approx(2.4550, abs=1e-4)
+
+
+def test_a_length_range_the_sampler_rarely_ends_in_is_refused():
+    # Out of the recipes' reach (task.m <= 32 keeps at least 1/64 of the
+    # samples), but the check is the sampler's own.
+    task = {"k": 2, "m": 1000, "train_min_length": 2000, "train_max_length": 2001}
+    with pytest.raises(ValueError, match=r"ends 0.0089 of its Dyck-\(2, 1000\)"):
+        dyck_oracle.check_task_lengths(task)
