@@ -10,15 +10,17 @@ that each row gets the same trials, seeds per trial and search space; an
 option a row's cell does not take is dropped for that row by the search's
 conditional options. Each row's search runs in DIR/NAME/ROW (Keras Tuner's
 files, checkpoints included) and copies its record (summary.txt,
-trials.json, best_recipe.toml, zoo_search.json: small text files) to
-FOLDER/NAME/ROW. The rows run one after another, each a `python -m
+trials.json, zoo_search.json, Keras Tuner's state in keras_tuner/ and, once
+the row has ended, best_recipe.toml: small text files) to FOLDER/NAME/ROW
+after every trial. The rows run one after another, each a `python -m
 tuning.search` process with `--threads` TensorFlow threads (its output goes
 to this one's); `kill` (SIGTERM) or Ctrl-C stops the row's search too.
 Running the same command again resumes: finished rows end at once, an
-interrupted one goes on from its last finished trial. Disjoint `--rows` in
-two processes share the work. Recipe overrides after NAME apply to every row
-(a smoke run: `train.epochs=1`); a resumed search must be given the same
-ones.
+interrupted one goes on from its last finished trial, also on a machine
+without DIR (the search restores Keras Tuner's state from the record).
+Disjoint `--rows` in two processes share the work. Recipe overrides after
+NAME apply to every row (a smoke run: `train.epochs=1`); a resumed search
+must be given the same ones.
 """
 
 import argparse

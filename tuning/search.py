@@ -12,19 +12,25 @@ take it; dropped where no searched cell does) or, when NAME has a dot, a
 recipe key `section.key` (every cell alike). Running the same command again
 resumes the search in DIR/NAME: finished trials are kept, an interrupted one
 is run again, and `--max-trials` counts the trials already run;
-`--overwrite` starts afresh. At the end it prints a table of the trials
-(hyperparameters, parameter count, objective, and each seed's objective with
-`--seeds-per-trial`) and writes it to DIR/NAME/summary.txt and, as JSON,
-DIR/NAME/trials.json, and the best trial's recipe to
-DIR/NAME/best_recipe.toml, which `python -m training.train
-DIR/NAME/best_recipe.toml` trains. `--record FOLDER` copies these and the
-search's settings to FOLDER: the small files to commit (DIR also holds
-Keras Tuner's checkpoints).
+`--overwrite` starts afresh. After each trial and at the end it writes
+the trials so far as a table (hyperparameters, parameter count, objective,
+and each seed's objective with `--seeds-per-trial`), then "N of M trials",
+to DIR/NAME/summary.txt and, as JSON with `finished`, to
+DIR/NAME/trials.json; at the end it prints the table and writes the best
+trial's recipe to DIR/NAME/best_recipe.toml, which `python -m
+training.train DIR/NAME/best_recipe.toml` trains. `--record FOLDER` copies
+these, the search's settings and Keras Tuner's state (FOLDER/keras_tuner:
+oracle.json and each trial's trial.json) to FOLDER after every trial: the
+small files to commit (DIR also holds Keras Tuner's checkpoints). A search
+whose DIR/NAME lacks that state (a fresh machine) restores it from FOLDER
+first and goes on at the next unfinished trial, with the trials the
+search would have drawn; a FOLDER made with other settings is refused.
 
 With the KERASTUNER_TUNER_ID, KERASTUNER_ORACLE_IP and KERASTUNER_ORACLE_PORT
 environment variables set, the same command is one process of a distributed
 search: the chief (a tuner id containing "chief") serves the oracle and
-writes the summary and best recipe, each worker runs trials.
+writes the summary, best recipe and record (at the end only), each worker
+runs trials.
 """
 
 import argparse
@@ -40,10 +46,29 @@ from training.callbacks import write_atomically
 from training.recipe_files import write_recipe
 from tuning.hypermodels import RecurrentHyperModel
 
+
+class _AfterTrial:
+    """Keras Tuner's tuners with one more hook: `after_trial(tuner)` runs once
+    each trial has ended and Keras Tuner has saved its state (after
+    `on_trial_end`, the method Keras Tuner's own tuners override)."""
+
+    def __init__(self, *args, after_trial=None, **kwargs):
+        self.after_trial = after_trial
+        super().__init__(*args, **kwargs)
+
+    def on_trial_end(self, trial):
+        super().on_trial_end(trial)
+        if self.after_trial is not None:
+            self.after_trial(self)
+
+
 TUNERS = {
-    "random": keras_tuner.RandomSearch,
-    "bayesian": keras_tuner.BayesianOptimization,
-    "hyperband": keras_tuner.Hyperband,
+    name: type(tuner.__name__, (_AfterTrial, tuner), {})
+    for name, tuner in (
+        ("random", keras_tuner.RandomSearch),
+        ("bayesian", keras_tuner.BayesianOptimization),
+        ("hyperband", keras_tuner.Hyperband),
+    )
 }
 BEST_RECIPE, SUMMARY, TRIALS = "best_recipe.toml", "summary.txt", "trials.json"
 # Written into every project of `main`: its settings, which mark the folder as
@@ -53,6 +78,10 @@ SETTINGS = "zoo_search.json"
 ZERO_SEED = 2**31 - 1  # what seed 0 is passed as (see `make_tuner`)
 # What `--record` copies: small text files, no weights.
 RECORD_FILES = (SUMMARY, TRIALS, BEST_RECIPE, SETTINGS)
+# The record's folder of Keras Tuner's state (`tuner_state_files`), from
+# which a search on another machine resumes.
+STATE = "keras_tuner"
+ORACLE = "oracle.json"
 
 
 def make_tuner(
@@ -65,13 +94,15 @@ def make_tuner(
     seed=None,
     executions_per_trial=1,
     max_consecutive_failed_trials=3,
+    after_trial=None,
 ):
     """Returns a Keras Tuner tuner of kind `tuner` over `hypermodel`.
 
     An existing project in `directory/project_name` is resumed unless
     `overwrite`. Hyperband trains each model for up to the recipe's
     `train.epochs` and stops after `max_trials` trials, like the others.
-    `seed` defaults to the recipe's `train.seed`.
+    `seed` defaults to the recipe's `train.seed`. `after_trial(tuner)`, if
+    given, runs after each trial, once Keras Tuner has saved its state.
     """
     if tuner not in TUNERS:
         raise ValueError(
@@ -94,9 +125,10 @@ def make_tuner(
         seed=seed if seed != 0 else ZERO_SEED,
         executions_per_trial=executions_per_trial,
         max_consecutive_failed_trials=max_consecutive_failed_trials,
+        after_trial=after_trial,
     )
     if tuner == "hyperband":
-        instance = keras_tuner.Hyperband(
+        instance = TUNERS["hyperband"](
             hypermodel, max_epochs=train["epochs"], **options
         )
         # The chief's oracle decides; a worker's is a client of it.
@@ -301,6 +333,23 @@ def search_settings(args, recipe, hypermodel):
     return json.loads(json.dumps(settings))  # tuples as lists, as read back
 
 
+def _read_settings(marker):
+    """The settings a search wrote to `marker`; a one-line `ValueError` if
+    they are not valid JSON."""
+    try:
+        saved = json.loads(marker.read_text())
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError(
+            f"{str(marker)!r} is not valid JSON; expected the settings "
+            "python -m tuning.search wrote (or --overwrite)."
+        ) from None
+    return file_schema.check(saved, file_schema.SEARCH_SETTINGS, marker)
+
+
+def _differing(saved, settings):
+    return sorted(k for k in {*saved, *settings} if saved.get(k) != settings.get(k))
+
+
 def check_project(directory, project_name, settings, overwrite):
     """Returns the project folder; a one-line `ValueError` unless it is safe.
 
@@ -329,15 +378,7 @@ def check_project(directory, project_name, settings, overwrite):
         )
     if overwrite:
         return project_dir
-    try:
-        saved = json.loads(marker.read_text())
-    except (ValueError, UnicodeDecodeError):
-        raise ValueError(
-            f"{str(marker)!r} is not valid JSON; expected the settings "
-            "python -m tuning.search wrote (or --overwrite)."
-        ) from None
-    saved = file_schema.check(saved, file_schema.SEARCH_SETTINGS, marker)
-    differ = sorted(k for k in {*saved, *settings} if saved.get(k) != settings.get(k))
+    differ = _differing(_read_settings(marker), settings)
     if differ:
         raise ValueError(
             f"Search {str(project_dir)!r} was made with other settings "
@@ -347,12 +388,55 @@ def check_project(directory, project_name, settings, overwrite):
     return project_dir
 
 
+def check_record(folder, settings, overwrite):
+    """A one-line `ValueError` unless the record in `folder` (if any) was made
+    with the same `settings`; `overwrite` replaces any record."""
+    if folder is None or overwrite:
+        return
+    marker = Path(folder) / SETTINGS
+    if not marker.is_file():
+        return
+    differ = _differing(_read_settings(marker), settings)
+    if differ:
+        raise ValueError(
+            f"Record {str(folder)!r} was made with other settings "
+            f"({', '.join(differ)} differ); expected the same command to resume "
+            "it, --overwrite, or another --record."
+        )
+
+
+def tuner_state_files(folder):
+    """Keras Tuner's state in `folder`, as paths relative to it: each trial's
+    `trial_*/trial.json`, then `oracle.json`, then the tuners' files
+    (`tuner0.json`, whose presence makes Keras Tuner reload). Small JSON files,
+    all a search needs to resume: a finished trial's checkpoint is only
+    read by `get_best_models` and by Hyperband's later rounds."""
+    folder = Path(folder)
+    trials = sorted(folder.glob("trial_*/trial.json"))
+    tuners = sorted(
+        path
+        for path in folder.glob("*.json")
+        if path.name not in (ORACLE, *RECORD_FILES)
+    )
+    oracle = [folder / ORACLE] if (folder / ORACLE).is_file() else []
+    return [path.relative_to(folder) for path in (*trials, *oracle, *tuners)]
+
+
+def _copy_files(source, target, relatives):
+    for relative in relatives:
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target / relative, (source / relative).read_text())
+
+
 def record(project_dir, folder):
-    """Copies a search's small files (`RECORD_FILES`) to `folder`, if given.
+    """Copies a search's small files (`RECORD_FILES`) to `folder`, if given,
+    and Keras Tuner's state (`tuner_state_files`) to `folder/STATE`.
 
     What a search leaves to commit: the summary, the trials as JSON, the
-    best recipe and the settings, without Keras Tuner's checkpoints. A file
-    the search has not written (no best recipe yet) is removed from `folder`.
+    best recipe, the settings and the state a search resumes from, without
+    Keras Tuner's checkpoints. A file the search has not written (no best
+    recipe yet, a trial of a search since overwritten) is removed from
+    `folder`. The trials are written before the oracle that lists them.
     """
     if folder is None:
         return
@@ -364,7 +448,79 @@ def record(project_dir, folder):
             write_atomically(folder / name, source.read_text())
         else:
             (folder / name).unlink(missing_ok=True)
-    print(f"Record: {folder}")
+    state = folder / STATE
+    relatives = tuner_state_files(project_dir)
+    _copy_files(project_dir, state, relatives)
+    kept = {state / relative for relative in relatives}
+    for path in sorted(state.rglob("*"), reverse=True):  # files before folders
+        if path.is_file() and path not in kept:
+            path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def restore(project_dir, folder, tuner):
+    """Copies Keras Tuner's state from the record in `folder` to `project_dir`
+    where the project has none (a fresh machine); returns the number of
+    trials restored, 0 where nothing was copied.
+
+    The restored search goes on as it would have on the machine that wrote
+    the record: a random search's oracle keeps the seed state of its
+    draws, so the next trial has the hyperparameters it would have had.
+
+    Raises:
+        ValueError: the record holds a Hyperband search (its later rounds
+            start from earlier trials' checkpoints, which no record keeps),
+            or trials without Keras Tuner's state (a record written before
+            records kept it), which a search would silently replace.
+    """
+    if folder is None or (project_dir / ORACLE).is_file():
+        return 0
+    folder = Path(folder)
+    state = folder / STATE
+    if not (state / ORACLE).is_file():
+        if (folder / TRIALS).is_file():
+            raise ValueError(
+                f"Record {str(folder)!r} has trials but no Keras Tuner state "
+                f"({STATE}/) to resume from, and {str(project_dir)!r} has none; "
+                "expected the --directory that holds the search, or --overwrite "
+                "to search afresh and replace the record."
+            )
+        return 0
+    if tuner == "hyperband":
+        raise ValueError(
+            f"Record {str(folder)!r} holds a Hyperband search, which resumes only "
+            f"with its checkpoints; expected {str(project_dir)!r} as it was, or "
+            "--overwrite."
+        )
+    relatives = tuner_state_files(state)
+    _copy_files(state, project_dir, relatives)
+    return sum(relative.name == "trial.json" for relative in relatives)
+
+
+def write_progress(tuner, hypermodel, project_dir, finished):
+    """Writes the trials so far to `project_dir`: `SUMMARY` (the table, then
+    "N of M trials") and `TRIALS` (their rows, with `max_trials` and whether
+    the search has `finished`). Returns the summary's text."""
+    rows = trial_rows(tuner, hypermodel)
+    oracle = tuner.oracle
+    ended = len(oracle.end_order)
+    of = f" of {oracle.max_trials}" if oracle.max_trials else ""
+    progress = f"{ended}{of} trials"
+    progress += "." if finished else "; not finished: the same command resumes it."
+    table = format_table(rows) if rows else "(no trials)"
+    summary = f"{table}\n\n{progress}"
+    (project_dir / SUMMARY).write_text(summary + "\n")
+    trials_record = {
+        "objective": oracle.objective.name,
+        "direction": oracle.objective.direction,
+        "seeds_per_trial": hypermodel.seeds_per_trial,
+        "max_trials": oracle.max_trials,
+        "finished": finished,
+        "trials": rows,
+    }
+    (project_dir / TRIALS).write_text(json.dumps(trials_record, indent=2) + "\n")
+    return summary
 
 
 def is_worker():
@@ -411,10 +567,23 @@ def main(argv=None):
             **cell_option_choices,
         )
         settings = search_settings(args, recipe, hypermodel)
+        project_dir = Path(args.directory) / project_name
+        after_trial = None
         if not worker:  # a worker joins the chief's project
-            project_dir = check_project(
-                args.directory, project_name, settings, args.overwrite
-            )
+            check_project(args.directory, project_name, settings, args.overwrite)
+            check_record(args.record, settings, args.overwrite)
+            restored = 0
+            if not args.overwrite:
+                restored = restore(project_dir, args.record, args.tuner)
+            if restored:
+                print(f"Restored {restored} trials' state from {args.record}.")
+
+            def after_trial(tuner):
+                """Records the trials so far: a record to commit after each."""
+                write_progress(tuner, hypermodel, project_dir, finished=False)
+                (project_dir / BEST_RECIPE).unlink(missing_ok=True)
+                record(project_dir, args.record)
+
         hypermodel.check_budget_feasible()
         tuner = make_tuner(
             hypermodel,
@@ -426,6 +595,7 @@ def main(argv=None):
             seed=args.seed,
             executions_per_trial=args.executions_per_trial,
             max_consecutive_failed_trials=args.max_consecutive_failed_trials,
+            after_trial=after_trial,
         )
         if not worker:
             project_dir.mkdir(parents=True, exist_ok=True)
@@ -445,9 +615,12 @@ def main(argv=None):
     try:
         tuner.search(verbose=verbose)
     except KeyboardInterrupt:
+        where = (
+            f" (or, elsewhere, from the record {args.record})" if args.record else ""
+        )
         print(
             f"\nInterrupted; the same command resumes the search in "
-            f"{Path(args.directory) / project_name}."
+            f"{project_dir}{where}."
         )
         return 130
     except RuntimeError as error:  # Keras Tuner's consecutive-failures stop
@@ -458,32 +631,25 @@ def main(argv=None):
         print(f"Tuner {tuner.tuner_id}: no trials left; the chief writes the summary.")
         return 0
 
-    project_dir = Path(args.directory) / project_name
-    rows = trial_rows(tuner, hypermodel)
-    table = format_table(rows) if rows else "(no trials)"
-    (project_dir / SUMMARY).write_text(table + "\n")
+    summary = write_progress(tuner, hypermodel, project_dir, finished=not stopped)
+    print(f"\nSearch {project_dir}: {len(tuner.oracle.trials)} trials\n")
+    print(summary)
     objective = tuner.oracle.objective.name
-    trials_record = {
-        "objective": objective,
-        "direction": tuner.oracle.objective.direction,
-        "seeds_per_trial": hypermodel.seeds_per_trial,
-        "trials": rows,
-    }
-    (project_dir / TRIALS).write_text(json.dumps(trials_record, indent=2) + "\n")
-    print(f"\nSearch {project_dir}: {len(rows)} trials\n")
-    print(table)
     command = " ".join(["python -m tuning.search", *(argv or sys.argv[1:])])
     best = best_recipe(tuner, hypermodel, command)
     if stopped:
         print(f"\nSearch stopped: {stopped}.")
     if best is None:
         (project_dir / BEST_RECIPE).unlink(missing_ok=True)
-        record(project_dir, args.record)
+    else:
+        path = write_recipe(best[1], project_dir / BEST_RECIPE)
+    record(project_dir, args.record)
+    if args.record:
+        print(f"Record: {args.record}")
+    if best is None:
         print("No trial completed, so there is no best recipe.")
         return 1
     trial, recipe = best
-    path = write_recipe(recipe, project_dir / BEST_RECIPE)
-    record(project_dir, args.record)
     print(
         f"\nBest trial {trial.trial_id}: {objective} {trial.score:.4f}, "
         f"{recipe['model']['cell']} with units={recipe['model']['units']}, "

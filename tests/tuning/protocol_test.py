@@ -1,3 +1,5 @@
+import shutil
+
 import pytest
 
 from tests.training import tiny
@@ -54,7 +56,8 @@ def test_a_protocol_row_searches_records_and_resumes(tmp_path, capfd):
     argv += ["--directory", str(tmp_path / "runs"), "--record", str(tmp_path / "rec")]
     assert protocol.main(argv) == 0
     record = tmp_path / "rec" / "stack_d2" / "gru"
-    assert sorted(p.name for p in record.iterdir()) == sorted(search.RECORD_FILES)
+    names = sorted(p.name for p in record.iterdir())
+    assert names == sorted([*search.RECORD_FILES, search.STATE])
     header = (record / search.SUMMARY).read_text().splitlines()[0]
     # The GRU takes none of the cell options: only the shared ones remain.
     assert [name.strip() for name in header.split("|")[1:-1]] == [
@@ -69,4 +72,9 @@ def test_a_protocol_row_searches_records_and_resumes(tmp_path, capfd):
     capfd.readouterr()
     assert protocol.main(argv) == 0  # resumed: nothing left to run
     assert "Reloading Tuner" in capfd.readouterr().out
+    assert (record / search.TRIALS).read_text() == first
+    # A fresh clone: no runs/, only the committed record.
+    shutil.rmtree(tmp_path / "runs")
+    assert protocol.main(argv) == 0
+    assert "Restored 1 trials' state from" in capfd.readouterr().out
     assert (record / search.TRIALS).read_text() == first

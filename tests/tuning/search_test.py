@@ -7,7 +7,7 @@ import zoo.cells.multi_matrix  # noqa: F401  registers mmlstm
 from tests.training import tiny
 from training import recipes, runs
 from training import train as train_cli
-from tuning import search
+from tuning import hypermodels, search
 
 TINY = ["--recipe", "tiny_dyck_lstm", "--units", "4,8", "--verbose", "0"]
 
@@ -204,6 +204,94 @@ def test_same_seed_draws_the_same_trials(tmp_path):
     ]
 
 
+def files(folder):
+    """`{relative path: text}` of every file under `folder`."""
+    return {
+        str(path.relative_to(folder)): path.read_text()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_a_killed_search_resumes_from_its_record_alone(tmp_path, monkeypatch, capsys):
+    # Uninterrupted, for comparison.
+    whole = tmp_path / "whole-record"
+    assert run(tmp_path / "whole", "--max-trials", "2", "--record", str(whole)) == 0
+    # Killed in the second trial, as a session's end kills the protocol.
+    fit, calls = hypermodels.RecurrentHyperModel.fit, []
+
+    def fit_then_interrupt(self, *args, **kwargs):
+        calls.append(None)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(hypermodels.RecurrentHyperModel, "fit", fit_then_interrupt)
+    record = tmp_path / "record"
+    argv = ["--max-trials", "2", "--record", str(record)]
+    assert run(tmp_path / "killed", *argv) == 130
+    monkeypatch.undo()
+    # The record holds the first trial, marked partial, and the JSON state
+    # Keras Tuner resumes from; no checkpoint, no best recipe yet.
+    partial = json.loads((record / search.TRIALS).read_text())
+    assert partial["finished"] is False and partial["max_trials"] == 2
+    assert [row["status"] for row in partial["trials"]] == ["completed"]
+    summary = (record / search.SUMMARY).read_text()
+    assert summary.rstrip().endswith(
+        "1 of 2 trials; not finished: the same command resumes it."
+    )
+    assert sorted(files(record)) == [
+        "keras_tuner/oracle.json",
+        "keras_tuner/trial_0/trial.json",
+        "keras_tuner/tuner0.json",
+        search.SUMMARY,
+        search.TRIALS,
+        search.SETTINGS,
+    ]
+    # A fresh machine: Keras Tuner's directory is gone, checkpoints and all.
+    shutil.rmtree(tmp_path / "killed")
+    capsys.readouterr()
+    assert run(tmp_path / "killed", *argv) == 0
+    output = capsys.readouterr().out
+    assert "Restored 1 trials' state from" in output and "Reloading Tuner" in output
+    assert trials(tmp_path / "killed" / "tiny") == trials(tmp_path / "whole" / "tiny")
+    resumed, expected = files(record), files(whole)
+    assert resumed.keys() == expected.keys()
+    for name in (search.SUMMARY, search.TRIALS, search.SETTINGS):
+        assert resumed[name] == expected[name]
+    assert json.loads(resumed[search.TRIALS])["finished"] is True
+    assert expected[search.SUMMARY].rstrip().endswith("2 of 2 trials.")
+    best, uninterrupted = (
+        recipes.resolve(str(folder / search.BEST_RECIPE)) for folder in (record, whole)
+    )
+    # The same recipe, but for the command in `source` (its folders differ).
+    assert {**best, "source": None} == {**uninterrupted, "source": None}
+
+
+def test_a_record_of_other_settings_is_refused(tmp_path, capsys):
+    record = tmp_path / "record"
+    record.mkdir()
+    (record / search.SETTINGS).write_text(json.dumps({"tuner": "bayesian"}))
+    with pytest.raises(SystemExit) as exit_info:
+        run(tmp_path / "runs", "--record", str(record))
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert f"Record {str(record)!r} was made with other settings" in error
+    assert len(error.strip().splitlines()) == 1
+
+
+def test_restore_refuses_a_record_it_cannot_resume(tmp_path):
+    record = tmp_path / "record"
+    (record / search.STATE).mkdir(parents=True)
+    (record / search.TRIALS).write_text("{}")
+    with pytest.raises(ValueError, match="has trials but no Keras Tuner state"):
+        search.restore(tmp_path / "project", record, "random")
+    (record / search.STATE / search.ORACLE).write_text("{}")
+    with pytest.raises(ValueError, match="resumes only with its checkpoints"):
+        search.restore(tmp_path / "project", record, "hyperband")
+    assert not (tmp_path / "project").exists()
+
+
 def test_parse_options_routes_recipe_keys_and_reads_text_values():
     options, recipe_keys = search.parse_options(
         ["carry_forward=soft,false", "noise_stddev=0,0.1", "task.step_labels=string"]
@@ -237,7 +325,8 @@ def test_a_recognition_search_over_seeds_writes_its_record(tmp_path, capsys):
     assert search.main([*argv, "--record", str(record)]) == 0
     output = capsys.readouterr().out
     assert "Not searched (no searched cell takes them): forget_bias." in output
-    assert sorted(p.name for p in record.iterdir()) == sorted(search.RECORD_FILES)
+    names = sorted(p.name for p in record.iterdir())
+    assert names == sorted([*search.RECORD_FILES, search.STATE])
     saved = json.loads((record / search.TRIALS).read_text())
     assert (saved["objective"], saved["direction"]) == ("val_strict_positives", "max")
     (row,) = saved["trials"]
