@@ -3,7 +3,7 @@
     PYTHONPATH=. python benchmarks/peers.py [--units 8 16 32 64 128 256]
         [--shapes recognizer lm] [--rows xla graph jax torch torch_loop]
         [--cells mlstm mmlstm] [--cell-units 256] [--batches 64] [--epochs 3]
-        [--rounds 2] [--keras-loop]
+        [--rounds 2] [--keras-loop] [--save FILE] [--report FILE]
 
 Two shapes, batch 32, random data:
 - `recognizer`: `zoo.recognizer("lstm", vocab_size=6, units=U,
@@ -14,13 +14,15 @@ Two shapes, batch 32, random data:
 
 Rows (each trains `--epochs` epochs of `--batches` batches; a step's time is
 the best epoch from the second on, in wall and in CPU seconds):
-- `xla`: the zoo model on TensorFlow compiled with `jit_compile=True` and 32
-  steps a call (`steps_per_execution`);
+- `xla`: the zoo model on TensorFlow compiled with `jit_compile=True` and the
+  steps a call (`steps_per_execution`) that `training.train` would group
+  under XLA (`training.compile_mode.choose_steps`: 32 for a step with
+  `batch x units x length <= CPU_XLA_LIMIT`, else 1);
 - `graph`: the same with `jit_compile=False`, one step a call;
 - `zoo default`: not run on its own but read from those two: what
   `training.train` uses, `zoo.default_jit_compile(units, batch, length)` and
   `training.compile_mode.choose_steps` (32 steps a call under XLA, else 1);
-- `keras loop` (`--keras-loop`): the zoo default's settings with
+- `keras_loop` (`--keras-loop`): the `xla` row with
   `zoo.models.tensorflow_loop` and `tensorflow_steps` replaced by the
   identity before the model is built, i.e. Keras's own TensorFlow loop and
   train function, as before issue 39's fixes;
@@ -44,7 +46,8 @@ without Eigen threads, `torch.set_num_threads(1)`), and the rows take turns
 within each of `--rounds` rounds, so load on a shared machine falls on all
 alike. Printed: the best ms/step (wall and CPU) of each row over rounds,
 the ratio of each row's CPU time to `nn.LSTM`'s and to JAX's, and the load
-average at the start and the end.
+average at the start and the end. `--save` writes the results, and
+`--report` prints a saved run's tables again (with the rule as it is now).
 """
 
 import argparse
@@ -53,6 +56,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 BATCH = 32
 SHAPES = {  # name -> (vocabulary, length)
@@ -63,7 +67,7 @@ TF_ROWS = ("xla", "graph", "keras_loop")
 ROWS = ("xla", "graph", "jax", "torch", "torch_loop")
 LABELS = {
     "default": "zoo default",
-    "xla": "zoo TF XLA x32",
+    "xla": "zoo TF XLA",
     "graph": "zoo TF graph",
     "keras_loop": "Keras TF loop",
     "jax": "Keras on JAX",
@@ -138,10 +142,15 @@ def run_keras(row, shape, cell, units, batches, epochs):
     vocabulary, length = SHAPES[shape]
     if row == "graph":
         jit, steps = False, 1
-    elif row in ("xla", "jax"):
+    elif row == "jax":
         jit, steps = True, min(32, batches)  # training.compile_mode.AUTO_STEPS
-    else:  # keras_loop: the default's settings, Keras's own loop
-        jit, steps = default_settings(units, length, batches)
+    else:  # XLA with the steps a call training.train would group
+        from training import compile_mode
+
+        jit = True
+        shape_of_step = (units, BATCH, length)
+        steps = compile_mode.choose_steps("auto", True, shape_of_step, batches).used
+    if row == "keras_loop":
         zoo.models.tensorflow_loop = zoo.models.tensorflow_steps = lambda x: x
     keras.utils.set_random_seed(0)
     options = CELL_OPTIONS[cell]
@@ -279,12 +288,9 @@ def worker(args):
 
 def configurations(args, shape):
     """`(cell, units)` of a row: the LSTM at every width, and `--cells` at
-    `--cell-units` in the TensorFlow row the zoo default runs."""
+    `--cell-units` in the two TensorFlow rows the zoo default reads."""
     cells = [("lstm", units) for units in args.units]
-    if args.worker not in ("xla", "graph"):  # a torch worker never imports zoo
-        return cells
-    jit, _ = default_settings(args.cell_units, SHAPES[shape][1], args.batches)
-    if args.worker == ("xla" if jit else "graph"):
+    if args.worker in ("xla", "graph"):
         cells += [(cell, args.cell_units) for cell in args.cells]
     return cells
 
@@ -339,6 +345,10 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--keras-loop", action="store_true")
+    parser.add_argument("--save", help="write every row's results to this JSON file")
+    parser.add_argument(
+        "--report", help="print the tables of a --save file (the rule as it is now)"
+    )
     parser.add_argument(
         "--worker", choices=[*ROWS, "keras_loop"], help=argparse.SUPPRESS
     )
@@ -347,6 +357,11 @@ def main():
         parser.error("--epochs must be at least 2 (the first compiles)")
     if args.worker:
         return worker(args)
+    if args.report:
+        saved = json.loads(Path(args.report).read_text())
+        args = argparse.Namespace(**saved["args"])
+        best = {tuple(result["key"]): result for result in saved["results"]}
+        return report(with_default(best, args), saved["rows"], args)
 
     from training import compile_mode
 
@@ -371,14 +386,24 @@ def main():
                 for column in ("wall_ms", "cpu_ms"):
                     kept[column] = min(kept[column], result[column])
         print(f"round {index + 1}: {time.perf_counter() - started:.0f} s", flush=True)
+    if args.save:
+        results = [{**result, "key": key} for key, result in best.items()]
+        saved = {"args": vars(args), "rows": rows, "results": results}
+        Path(args.save).write_text(json.dumps(saved, indent=1))
+    report(with_default(best, args), rows, args)
+    print(f"load average {load()} at the end; {time.perf_counter() - started:.0f} s")
+
+
+def with_default(best, args):
+    """`best` with the zoo default's rows: the TensorFlow rows it would run."""
+    best = dict(best)
     for (row, shape, cell, units), result in list(best.items()):
         jit, steps = default_settings(units, SHAPES[shape][1], args.batches)
         if row in ("xla", "graph") and (row == "xla") == jit:
             if result["steps_per_execution"] != steps:
                 raise SystemExit(f"{row} ran {result} where the default runs {steps}")
             best["default", shape, cell, units] = result
-    report(best, rows, args)
-    print(f"load average {load()} at the end; {time.perf_counter() - started:.0f} s")
+    return best
 
 
 def report(best, rows, args):
@@ -412,8 +437,8 @@ def report(best, rows, args):
         line(
             "default is",
             lambda u, length=length: (
-                "XLA x32" if default_settings(u, length, args.batches)[0] else "graph"
-            ),
+                "XLA x{1}" if default_settings(u, length, args.batches)[0] else "graph"
+            ).format(*default_settings(u, length, args.batches)),
         )
         for peer in ("torch", "jax"):
             if peer not in rows:
