@@ -1,306 +1,472 @@
-"""Training throughput of zoo cells next to Keras's LSTM and PyTorch's.
+"""The zoo's whole training loop against Keras on JAX and PyTorch, over widths.
 
-    PYTHONPATH=. python benchmarks/peers.py [--units 256] [--batch 32]
-        [--input 64] [--lengths 128 512] [--steps 3] [--rounds 2]
-        [--precisions float32 bfloat16] [--check]
+    PYTHONPATH=. python benchmarks/peers.py [--units 8 16 32 64 128 256]
+        [--shapes recognizer lm] [--rows xla graph jax torch torch_loop]
+        [--cells mlstm mmlstm] [--cell-units 256] [--batches 64] [--epochs 3]
+        [--rounds 2] [--keras-loop] [--save FILE] [--report FILE]
 
-PyTorch is not a dependency of the project; the PyTorch rows run when it is
-installed (`pip install torch`; the recorded run used torch 2.13.0, CPU
-build) and are skipped otherwise.
+Two shapes, batch 32, random data:
+- `recognizer`: `zoo.recognizer("lstm", vocab_size=6, units=U,
+  embedding_dim=8)` with `zoo.models.hybrid_recognition_loss()`, Adam 2e-3
+  with clipvalue 15, length 55 (ids 1-5, each row 28-55 long, padded with 0).
+- `lm`: `zoo.language_model("lstm", 50, U, embedding_dim=min(U, 32))`,
+  sparse cross-entropy on the logits, the same Adam, length 128.
 
-Rows, each trained with Adam on the mean square of the layer's outputs (one
-recurrent layer, `--input` features in, `--units` out, every step's output):
-- `keras.layers.LSTM`, and the zoo cells `lstm` (Keras's `LSTMCell`),
-  `mlstm` and `mmlstm` (k = 4) in `keras.layers.RNN`;
-- PyTorch's `nn.LSTM` (its fused kernel);
-- the same three cells written as a PyTorch user writes a custom cell: the
-  input-side products for all steps hoisted into one product before a Python
-  loop over time. Their weights are copied from the zoo cells, and `--check`
-  first shows that their outputs equal the zoo cells' (float32).
+Rows (each trains `--epochs` epochs of `--batches` batches; a step's time is
+the best epoch from the second on, in wall and in CPU seconds):
+- `xla`: the zoo model on TensorFlow compiled with `jit_compile=True` and the
+  steps a call (`steps_per_execution`) that `training.train` would group
+  under XLA (`training.compile_mode.choose_steps`: 32 for a step with
+  `batch x units x length <= CPU_XLA_LIMIT`, else 1);
+- `graph`: the same with `jit_compile=False`, one step a call;
+- `zoo default`: not run on its own but read from those two: what
+  `training.train` uses, `zoo.default_jit_compile(units, batch, length)` and
+  `training.compile_mode.choose_steps` (32 steps a call under XLA, else 1);
+- `keras_loop` (`--keras-loop`): the `xla` row with
+  `zoo.models.tensorflow_loop` and `tensorflow_steps` replaced by the
+  identity before the model is built, i.e. Keras's own TensorFlow loop and
+  train function, as before issue 39's fixes;
+- `jax`: the same zoo model under `KERAS_BACKEND=jax`, `jit_compile=True`,
+  32 steps a call;
+- `torch`: PyTorch's fused `nn.LSTM` with the same embedding and heads, Adam,
+  `clip_grad_value_(15)`, `loss.item()` each step;
+- `torch_loop`: the same with an `nn.LSTMCell` called in a Python loop;
+- `--cells` at `--cell-units` (default mLSTM and mmLSTM with k = 4 at 256):
+  the zoo default only, next to the LSTM's.
 
-bfloat16 is `keras.mixed_precision` policy `mixed_bfloat16` for Keras and
-`torch.autocast("cpu", torch.bfloat16)` for PyTorch: float32 weights,
-bfloat16 products. PyTorch's `nn.LSTM` fails under that autocast on this CPU
-(torch 2.13: "could not create a primitive descriptor for the LSTM forward
-propagation primitive"), so its bfloat16 row is the module cast to
-bfloat16, weights included. Every model is built and run once first; then, in each of
-`--rounds` rounds, every model in turn trains `--steps` steps, so load on a
-shared machine falls on all rows alike. Printed: the median tokens/s of each
-row at each length and precision, and the ratios of the issue's goals.
+The recognizer's PyTorch loss is Keras's: cross-entropy on the next symbol
+plus 0.5 x the squared error of the sigmoid acceptance, both averaged over
+the unpadded steps; the padding is at the end of a row, so the LSTM runs over
+it unpacked, as Keras's masked loop computes it (keeping the state).
+
+Every row runs in its own process (`sys.executable` with `--worker`;
+TensorFlow and torch in one process end in a segmentation fault here), one
+thread each (TensorFlow's intra- and inter-op pools, XLA's CPU runtime
+without Eigen threads, `torch.set_num_threads(1)`), and the rows take turns
+within each of `--rounds` rounds, so load on a shared machine falls on all
+alike. Printed: the best ms/step (wall and CPU) of each row over rounds,
+the ratio of each row's CPU time to `nn.LSTM`'s and to JAX's, and the load
+average at the start and the end. `--save` writes the results, and
+`--report` prints a saved run's tables again (with the rule as it is now).
 """
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
-import keras
-import numpy as np
-import tensorflow as tf
-
-import zoo
-
-try:
-    import torch
-except ImportError:  # the PyTorch rows are optional
-    torch = None
-
-CHOICES = 4  # mmlstm's k
-ZOO_CELLS = {
-    "lstm": {},
-    "mlstm": {},
-    "mmlstm": {"num_choices": CHOICES},
+BATCH = 32
+SHAPES = {  # name -> (vocabulary, length)
+    "recognizer": (6, 55),
+    "lm": (50, 128),
 }
-POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+TF_ROWS = ("xla", "graph", "keras_loop")
+ROWS = ("xla", "graph", "jax", "torch", "torch_loop")
+LABELS = {
+    "default": "zoo default",
+    "xla": "zoo TF XLA",
+    "graph": "zoo TF graph",
+    "keras_loop": "Keras TF loop",
+    "jax": "Keras on JAX",
+    "torch": "torch nn.LSTM",
+    "torch_loop": "torch LSTMCell",
+}
+CELL_OPTIONS = {"lstm": {}, "mlstm": {}, "mmlstm": {"num_choices": 4}}
+ONE_THREAD = {
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    "OMP_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+}
 
 
-def keras_model(make_layer, batch, length, features, precision):
-    """A compiled one-layer model built under `precision`'s policy."""
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy(POLICIES[precision])
-    try:
-        keras.utils.set_random_seed(0)
-        inputs = keras.Input(batch_shape=(batch, length, features))
-        model = keras.Model(inputs, make_layer()(inputs))
+def data(shape, batches, seed=0):
+    """`(ids, next_ids, labels)` NumPy arrays of `batches` batches of `shape`."""
+    import numpy as np
+
+    vocabulary, length = SHAPES[shape]
+    rng = np.random.default_rng(seed)
+    rows = batches * BATCH
+    ids = rng.integers(1, vocabulary, (rows, length)).astype("int32")
+    if shape == "recognizer":
+        lengths = rng.integers(28, length + 1, rows)
+        ids[np.arange(length)[None, :] >= lengths[:, None]] = 0
+        next_ids = np.zeros_like(ids)
+        next_ids[:, :-1] = ids[:, 1:]
+    else:
+        next_ids = rng.integers(1, vocabulary, (rows, length)).astype("int32")
+    labels = rng.integers(0, 2, rows).astype("float32")
+    return ids, next_ids, labels
+
+
+def default_settings(units, length, batches):
+    """`(jit_compile, steps_per_execution)` that `training.train` would use."""
+    import zoo
+    from training import compile_mode
+
+    jit = bool(zoo.default_jit_compile(units, BATCH, length))
+    steps = compile_mode.choose_steps("auto", jit, (units, BATCH, length), batches)
+    return jit, steps.used
+
+
+class EpochClock:
+    """Wall and CPU seconds of each epoch (a Keras callback, made lazily)."""
+
+    def __init__(self):
+        self.wall, self.cpu = [], []
+
+    def begin(self):
+        self._start = (time.perf_counter(), time.process_time())
+
+    def end(self):
+        self.wall.append(time.perf_counter() - self._start[0])
+        self.cpu.append(time.process_time() - self._start[1])
+
+
+def run_keras(row, shape, cell, units, batches, epochs):
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        tf.get_logger().setLevel("ERROR")
+    import zoo
+    import zoo.models
+
+    vocabulary, length = SHAPES[shape]
+    if row == "graph":
+        jit, steps = False, 1
+    elif row == "jax":
+        jit, steps = True, min(32, batches)  # training.compile_mode.AUTO_STEPS
+    else:  # XLA with the steps a call training.train would group
+        from training import compile_mode
+
+        jit = True
+        shape_of_step = (units, BATCH, length)
+        steps = compile_mode.choose_steps("auto", True, shape_of_step, batches).used
+    if row == "keras_loop":
+        zoo.models.tensorflow_loop = zoo.models.tensorflow_steps = lambda x: x
+    keras.utils.set_random_seed(0)
+    options = CELL_OPTIONS[cell]
+    optimizer = keras.optimizers.Adam(2e-3, clipvalue=15.0)
+    ids, next_ids, labels = data(shape, batches)
+    if shape == "recognizer":
+        model = zoo.recognizer(cell, vocabulary, units, embedding_dim=8, **options)
         model.compile(
-            optimizer="adam", loss="mse", jit_compile=zoo.default_jit_compile()
+            optimizer,
+            **zoo.models.hybrid_recognition_loss(),
+            jit_compile=jit,
+            steps_per_execution=steps,
         )
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
-    return model
-
-
-def keras_step(model, x):
-    y = np.zeros(model.output_shape, "float32")
-    return lambda: model.train_on_batch(x, y)
-
-
-def zoo_layer(name, units, **options):
-    return keras.layers.RNN(
-        zoo.get_cell(name, units, **ZOO_CELLS[name], **options),
-        return_sequences=True,
+        targets = zoo.models.recognition_targets(ids, labels)
+    else:
+        model = zoo.language_model(
+            cell, vocabulary, units, embedding_dim=min(units, 32), **options
+        )
+        model.compile(
+            optimizer,
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=jit,
+            steps_per_execution=steps,
+        )
+        targets = next_ids
+    clock = EpochClock()
+    callback = keras.callbacks.LambdaCallback(
+        on_epoch_begin=lambda *_: clock.begin(), on_epoch_end=lambda *_: clock.end()
     )
+    history = model.fit(
+        ids,
+        targets,
+        batch_size=BATCH,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+        callbacks=[callback],
+    )
+    if jit and model.jit_compile is not True:
+        raise SystemExit(f"{row}: Keras refused jit_compile=True")
+    loss = history.history["loss"][-1]
+    return clock, loss, {"jit_compile": jit, "steps_per_execution": steps}
 
 
-def weights_of(layer):
-    """The cell's weights by name, as float32 NumPy arrays."""
-    return {
-        w.path.split("/")[-1]: np.asarray(w.numpy(), "float32")
-        for w in layer.cell.weights
-    }
+def run_torch(row, shape, units, batches, epochs):
+    import torch
 
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    vocabulary, length = SHAPES[shape]
+    embedding_dim = 8 if shape == "recognizer" else min(units, 32)
 
-if torch is not None:
-
-    class TorchLoop(torch.nn.Module):
-        """A cell as a PyTorch user writes one: inputs hoisted, a Python loop.
-
-        `weights` are the zoo cell's, in Keras's layout (`x @ kernel`); the
-        subclasses compute the zoo cell's equations with them.
-        """
-
-        def __init__(self, weights):
+    class Model(torch.nn.Module):
+        def __init__(self):
             super().__init__()
-            self.weights = torch.nn.ParameterDict(
-                {k: torch.nn.Parameter(torch.from_numpy(v)) for k, v in weights.items()}
-            )
+            self.embedding = torch.nn.Embedding(vocabulary, embedding_dim)
+            if row == "torch":
+                self.lstm = torch.nn.LSTM(embedding_dim, units, batch_first=True)
+            else:
+                self.cell = torch.nn.LSTMCell(embedding_dim, units)
+            self.next_symbol = torch.nn.Linear(units, vocabulary)
+            self.accept = torch.nn.Linear(units, 1)
 
-        def forward(self, x):  # x [batch, time, features]
-            w = self.weights
-            x_proj = x @ w["kernel"]  # every step's input products at once
-            batch, units = x.shape[0], w["recurrent_kernel"].shape[0]
-            state = self.initial_state(batch, units, x_proj.dtype)
-            outputs = []
-            for t in range(x.shape[1]):
-                h, state = self.step(x_proj[:, t], state)
-                outputs.append(h)
-            return torch.stack(outputs, dim=1)  # [batch, time, units]
+        def forward(self, ids):
+            x = self.embedding(ids)  # [batch, time, embedding]
+            if row == "torch":
+                h = self.lstm(x)[0]
+            else:
+                state = None
+                outputs = []
+                for t in range(x.shape[1]):
+                    state = self.cell(x[:, t], state)
+                    outputs.append(state[0])
+                h = torch.stack(outputs, dim=1)  # [batch, time, units]
+            return self.next_symbol(h), self.accept(h)[..., 0]
 
-        @staticmethod
-        def lstm_update(z, c_prev):
-            i, f, candidate, o = z.chunk(4, dim=-1)  # Keras's gate order
-            c = torch.sigmoid(f) * c_prev + torch.sigmoid(i) * torch.tanh(candidate)
-            return torch.sigmoid(o) * torch.tanh(c), c
+    model = Model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
+    ids, next_ids, labels = (torch.from_numpy(a) for a in data(shape, batches))
+    next_ids = next_ids.long()
 
-    class TorchLSTM(TorchLoop):
-        def initial_state(self, batch, units, dtype):
-            return (torch.zeros(batch, units, dtype=dtype),) * 2
+    def loss_of(i):
+        rows = slice(i * BATCH, (i + 1) * BATCH)
+        logits, accept = model(ids[rows])
+        cross_entropy = torch.nn.functional.cross_entropy(
+            logits.transpose(1, 2), next_ids[rows], reduction="none"
+        )  # [batch, time]
+        if shape != "recognizer":
+            return cross_entropy.mean()
+        mask = (ids[rows] != 0).float()
+        squared = (torch.sigmoid(accept) - labels[rows, None]) ** 2
+        return ((cross_entropy + 0.5 * squared) * mask).sum() / mask.sum()
 
-        def step(self, x_proj, state):
-            h, c = state
-            w = self.weights
-            z = x_proj + h @ w["recurrent_kernel"] + w["bias"]
-            h, c = self.lstm_update(z, c)
-            return h, (h, c)
-
-    class TorchMLSTM(TorchLSTM):
-        def step(self, x_proj, state):
-            h, c = state
-            w = self.weights
-            units = h.shape[-1]
-            m = x_proj[:, :units] * (h @ w["multiplicative_kernel"])
-            z = x_proj[:, units:] + m @ w["recurrent_kernel"] + w["bias"]
-            h, c = self.lstm_update(z, c)
-            return h, (h, c)
-
-    class TorchMMLSTM(TorchLSTM):
-        def __init__(self, weights):
-            # mmlstm's recurrent weights are its choice matrices.
-            weights = {**weights, "recurrent_kernel": weights["choice_kernels"]}
-            del weights["choice_kernels"]
-            super().__init__(weights)
-
-        def initial_state(self, batch, units, dtype):
-            h, c = super().initial_state(batch, units, dtype)
-            return h, c, torch.full((batch, 4, CHOICES), 1.0 / CHOICES, dtype=dtype)
-
-        def step(self, x_proj, state):
-            h, c, keys = state
-            w = self.weights
-            batch, units = h.shape
-            x_h, x_key = x_proj[:, : 4 * units], x_proj[:, 4 * units :]
-            logits = x_key + h @ w["key_recurrent_kernel"]
-            logits = logits.reshape(batch, 4, CHOICES)
-            logits = logits + torch.einsum("bgi,gij->bgj", keys, w["key_kernel"])
-            keys = torch.softmax(logits, dim=-1)  # [batch, 4, k]
-            products = (h @ w["recurrent_kernel"]).reshape(batch, 4, CHOICES, units)
-            mixed = (keys[..., None] * products).sum(dim=2).reshape(batch, 4 * units)
-            h, c = self.lstm_update(x_h + mixed + w["bias"], c)
-            return h, (h, c, keys)
-
-    TORCH_LOOPS = {"lstm": TorchLSTM, "mlstm": TorchMLSTM, "mmlstm": TorchMMLSTM}
-
-    class TorchFused(torch.nn.Module):
-        def __init__(self, features, units, precision):
-            super().__init__()
-            self.lstm = torch.nn.LSTM(features, units, batch_first=True)
-            self.lstm.to(getattr(torch, precision))
-
-        def forward(self, x):
-            return self.lstm(x.to(self.lstm.weight_ih_l0.dtype))[0]
-
-    def torch_step(module, x, precision):
-        optimizer = torch.optim.Adam(module.parameters())
-        x = torch.from_numpy(x)
-        autocast = precision != "float32" and not isinstance(module, TorchFused)
-
-        def step():
+    clock = EpochClock()
+    for _ in range(epochs):
+        clock.begin()
+        for i in range(batches):
             optimizer.zero_grad()
-            with torch.autocast("cpu", torch.bfloat16, enabled=autocast):
-                outputs = module(x)
-            loss = outputs.float().square().mean()
+            loss = loss_of(i)
             loss.backward()
+            torch.nn.utils.clip_grad_value_(model.parameters(), 15.0)
             optimizer.step()
+            value = loss.item()
+        clock.end()
+    return clock, value, {}
 
-        return step
+
+def worker(args):
+    """Runs one row over its configurations; prints a JSON line for each."""
+    for shape in args.shapes:
+        for cell, units in configurations(args, shape):
+            if args.worker.startswith("torch"):
+                if cell != "lstm":
+                    continue
+                clock, loss, settings = run_torch(
+                    args.worker, shape, units, args.batches, args.epochs
+                )
+            else:
+                clock, loss, settings = run_keras(
+                    args.worker, shape, cell, units, args.batches, args.epochs
+                )
+            later = slice(1, None)  # the first epoch traces and compiles
+            result = {
+                "row": args.worker,
+                "shape": shape,
+                "cell": cell,
+                "units": units,
+                "wall_ms": 1e3 * min(clock.wall[later]) / args.batches,
+                "cpu_ms": 1e3 * min(clock.cpu[later]) / args.batches,
+                "loss": float(loss),
+                **settings,
+            }
+            print(json.dumps(result), flush=True)
 
 
-def check_equations(batch, length, features, units):
-    """Prints the largest difference of each PyTorch loop from its zoo cell."""
-    x = np.random.default_rng(1).normal(size=(batch, length, features))
-    x = x.astype("float32")
-    for name, loop in TORCH_LOOPS.items():
-        keras.utils.set_random_seed(0)
-        # Random biases, so that a misplaced bias shows.
-        layer = zoo_layer(name, units, bias_initializer="random_normal")
-        expected = np.asarray(layer(x))
-        with torch.no_grad():
-            actual = loop(weights_of(layer))(torch.from_numpy(x)).numpy()
-        difference = float(np.max(np.abs(actual - expected)))
-        print(
-            f"check {name}: PyTorch loop vs zoo cell, max |difference| {difference:.1e}"
+def configurations(args, shape):
+    """`(cell, units)` of a row: the LSTM at every width, and `--cells` at
+    `--cell-units` in the two TensorFlow rows the zoo default reads."""
+    cells = [("lstm", units) for units in args.units]
+    if args.worker in ("xla", "graph"):
+        cells += [(cell, args.cell_units) for cell in args.cells]
+    return cells
+
+
+def run_row(row, args):
+    environment = {**os.environ, **ONE_THREAD}
+    environment["KERAS_BACKEND"] = "jax" if row == "jax" else "tensorflow"
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        row,
+        "--units",
+        *map(str, args.units),
+        "--shapes",
+        *args.shapes,
+        "--cells",
+        *args.cells,
+        "--cell-units",
+        str(args.cell_units),
+        "--batches",
+        str(args.batches),
+        "--epochs",
+        str(args.epochs),
+    ]
+    done = subprocess.run(
+        command, env=environment, capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        raise SystemExit(
+            f"row {row} failed ({done.returncode}):\n{done.stderr[-3000:]}"
         )
-        if difference > 1e-5:
-            raise SystemExit(f"the PyTorch {name} loop does not match the zoo cell")
+    return [json.loads(line) for line in done.stdout.splitlines() if line[:1] == "{"]
+
+
+def load():
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--units", type=int, default=256)
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--input", type=int, default=64)
-    parser.add_argument("--lengths", type=int, nargs="+", default=[128, 512])
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
-        "--precisions", nargs="+", choices=list(POLICIES), default=list(POLICIES)
+        "--units", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256]
     )
     parser.add_argument(
-        "--check", action="store_true", help="check the PyTorch loops' equations"
+        "--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES)
+    )
+    parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS))
+    parser.add_argument("--cells", nargs="*", default=["mlstm", "mmlstm"])
+    parser.add_argument("--cell-units", type=int, default=256)
+    parser.add_argument("--batches", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--keras-loop", action="store_true")
+    parser.add_argument("--save", help="write every row's results to this JSON file")
+    parser.add_argument(
+        "--report", help="print the tables of a --save file (the rule as it is now)"
+    )
+    parser.add_argument(
+        "--worker", choices=[*ROWS, "keras_loop"], help=argparse.SUPPRESS
     )
     args = parser.parse_args()
-    tf.get_logger().setLevel("ERROR")
-    units, batch, features = args.units, args.batch, args.input
-    if torch is None:
-        print("PyTorch not installed (pip install torch): its rows are skipped")
-    elif args.check:
-        check_equations(3, 7, 5, 6)
+    if args.epochs < 2:
+        parser.error("--epochs must be at least 2 (the first compiles)")
+    if args.worker:
+        return worker(args)
+    if args.report:
+        saved = json.loads(Path(args.report).read_text())
+        args = argparse.Namespace(**saved["args"])
+        best = {tuple(result["key"]): result for result in saved["results"]}
+        return report(with_default(best, args), saved["rows"], args)
 
-    rows = ["keras.layers.LSTM", *(f"zoo {name}" for name in ZOO_CELLS)]
-    if torch is not None:
-        rows += ["torch nn.LSTM", *(f"torch loop {name}" for name in ZOO_CELLS)]
-    steps = {}  # (row, length, precision) -> one training step
-    for length in args.lengths:
-        x = np.random.default_rng(0).normal(size=(batch, length, features))
-        x = x.astype("float32")
-        for precision in args.precisions:
+    from training import compile_mode
 
-            def add(row, make_layer, length=length, precision=precision, x=x):
-                model = keras_model(make_layer, batch, length, features, precision)
-                steps[row, length, precision] = keras_step(model, x)
-                return model
-
-            add(
-                "keras.layers.LSTM",
-                lambda: keras.layers.LSTM(units, return_sequences=True),
-            )
-            for name in ZOO_CELLS:
-                model = add(f"zoo {name}", lambda name=name: zoo_layer(name, units))
-                if torch is not None:
-                    torch.manual_seed(0)
-                    loop = TORCH_LOOPS[name](weights_of(model.layers[-1]))
-                    steps[f"torch loop {name}", length, precision] = torch_step(
-                        loop, x, precision
-                    )
-            if torch is not None:
-                torch.manual_seed(0)
-                fused = TorchFused(features, units, precision)
-                steps["torch nn.LSTM", length, precision] = torch_step(
-                    fused, x, precision
-                )
-    for step in steps.values():
-        step()  # traces, compiles, allocates
-    seconds = {key: [] for key in steps}
-    for _ in range(args.rounds):
-        for key, step in steps.items():
-            for _ in range(args.steps):
-                start = time.perf_counter()
-                step()
-                seconds[key].append(time.perf_counter() - start)
-    rate = {
-        (row, n, p): batch * n / float(np.median(seconds[row, n, p]))
-        for (row, n, p) in seconds
-    }
-
-    columns = [(n, p) for n in args.lengths for p in args.precisions]
+    rows = [*args.rows, *(["keras_loop"] if args.keras_loop else [])]
     print(
-        f"units {units}, batch {batch}, input {features}, Adam; "
-        f"{args.rounds} rounds of {args.steps} steps, median tokens/s"
+        f"{compile_mode.cpu_name()} ({' '.join(compile_mode.cpu_features())}), "
+        f"{os.cpu_count()} cores; load average {load()} at the start"
     )
-    print(f"{'model':<22}" + "".join(f"{f'{p}@{n}':>16}" for n, p in columns))
-    for row in rows:
-        print(f"{row:<22}" + "".join(f"{rate[row, n, p]:>16,.0f}" for n, p in columns))
-    if torch is None:
-        return
-    for n, p in columns:
-        fused = rate["torch nn.LSTM", n, "float32"]
-        goal = ", ".join(
-            f"{name} {rate[f'zoo {name}', n, p] / fused:.2f}x" for name in ZOO_CELLS
+    best = {}  # (row, shape, cell, units) -> {"wall_ms": best, "cpu_ms": best}
+    started = time.perf_counter()
+    for index in range(args.rounds):
+        for row in rows:
+            for result in run_row(row, args):
+                key = (row, result["shape"], result["cell"], result["units"])
+                print(
+                    f"  {row} {result['shape']} {result['cell']} {result['units']}: "
+                    f"{result['wall_ms']:.2f} / {result['cpu_ms']:.2f} ms, "
+                    f"loss {result['loss']:.4f}",
+                    flush=True,
+                )
+                kept = best.setdefault(key, result)
+                for column in ("wall_ms", "cpu_ms"):
+                    kept[column] = min(kept[column], result[column])
+        print(f"round {index + 1}: {time.perf_counter() - started:.0f} s", flush=True)
+    if args.save:
+        results = [{**result, "key": key} for key, result in best.items()]
+        saved = {"args": vars(args), "rows": rows, "results": results}
+        Path(args.save).write_text(json.dumps(saved, indent=1))
+    report(with_default(best, args), rows, args)
+    print(f"load average {load()} at the end; {time.perf_counter() - started:.0f} s")
+
+
+def with_default(best, args):
+    """`best` with the zoo default's rows: the TensorFlow rows it would run."""
+    best = dict(best)
+    for (row, shape, cell, units), result in list(best.items()):
+        jit, steps = default_settings(units, SHAPES[shape][1], args.batches)
+        if row in ("xla", "graph") and (row == "xla") == jit:
+            if result["steps_per_execution"] != steps:
+                raise SystemExit(f"{row} ran {result} where the default runs {steps}")
+            best["default", shape, cell, units] = result
+    return best
+
+
+def report(best, rows, args):
+    shown = ["default", *rows]
+    for shape in args.shapes:
+        vocabulary, length = SHAPES[shape]
+        print(
+            f"\n{shape}: lstm, batch {BATCH}, length {length}, vocabulary "
+            f"{vocabulary}; {args.batches} batches an epoch, best of epochs "
+            f"2-{args.epochs} over {args.rounds} rounds; ms/step wall / CPU"
         )
-        print(f"length {n}, zoo {p} over torch nn.LSTM float32: {goal}")
-        loops = ", ".join(
-            f"{name} {rate[f'zoo {name}', n, p] / rate[f'torch loop {name}', n, p]:.1f}x"  # noqa: E501
-            for name in ZOO_CELLS
+        print(f"{'units':<16}" + "".join(f"{units:>15}" for units in args.units))
+
+        def line(label, cell):
+            print(
+                f"{label:<16}" + "".join(f"{cell(units):>15}" for units in args.units)
+            )
+
+        def get(row, units, cell="lstm", shape=shape):
+            return best.get((row, shape, cell, units))
+
+        for row in shown:
+            line(
+                LABELS[row],
+                lambda u, row=row: (
+                    f"{get(row, u)['wall_ms']:.2f} / {get(row, u)['cpu_ms']:.2f}"
+                    if get(row, u)
+                    else "-"
+                ),
+            )
+        line(
+            "default is",
+            lambda u, length=length: (
+                "XLA x{1}" if default_settings(u, length, args.batches)[0] else "graph"
+            ).format(*default_settings(u, length, args.batches)),
         )
-        print(f"length {n}, {p}, zoo over the PyTorch loop: {loops}")
+        for peer in ("torch", "jax"):
+            if peer not in rows:
+                continue
+            print(
+                f"CPU time of {LABELS[peer]} over each row's "
+                "(above 1: the row is faster)"
+            )
+            for row in shown:
+                if row == peer:
+                    continue
+                line(
+                    f"  {LABELS[row]}",
+                    lambda u, row=row, peer=peer: (
+                        f"{get(peer, u)['cpu_ms'] / get(row, u)['cpu_ms']:.2f}x"
+                        if get(row, u) and get(peer, u)
+                        else "-"
+                    ),
+                )
+        lstm = get("default", args.cell_units)
+        for cell in args.cells:
+            result = get("default", args.cell_units, cell)
+            if result and lstm:
+                print(
+                    f"zoo default {cell} at {args.cell_units} units: "
+                    f"{result['wall_ms']:.2f} / {result['cpu_ms']:.2f} ms/step, "
+                    f"{result['cpu_ms'] / lstm['cpu_ms']:.2f}x the LSTM's CPU time"
+                )
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ from zoo.tensorflow_loop import tensorflow_loop
 from zoo.tensorflow_steps import tensorflow_steps
 from zoo.walk import walk_layers
 
-# On a CPU, XLA pays up to these units and batch x units x length
-# (benchmarks/README.md, `python benchmarks/xla.py`).
-CPU_XLA_MAX_UNITS = 128
+# On a CPU, XLA pays up to these units, at every measured length
+# (benchmarks/README.md, `python benchmarks/xla.py`); `CPU_XLA_LIMIT` bounds
+# the steps that `training.compile_mode.choose_steps` groups.
+CPU_XLA_MAX_UNITS = 512
 CPU_XLA_LIMIT = 32 * 16_384
 
 
@@ -35,14 +36,17 @@ def default_jit_compile(units=None, batch=None, length=None):
       compiles every step).
     - With a GPU visible: `True`.
     - On a CPU, given the shape of one step (`units`, `batch`, `length`):
-      `True` when `units <= CPU_XLA_MAX_UNITS` and
-      `batch * units * length <= CPU_XLA_LIMIT`. XLA removes TensorFlow's
-      per-step dispatch, which is what a small cell's step costs (4x faster
-      at 8 units, length 55), but its CPU loop is superlinear in length, the
-      more so the more state it carries (a 128-unit LSTM at length 1024,
-      batch 32, is 5x slower under XLA), and from 256 units on XLA wins
-      only on the shortest loops (length 16) and loses from length 64
-      (benchmarks/README.md).
+      `True` when `units <= CPU_XLA_MAX_UNITS`, at any batch and length.
+      With the zoo's TensorFlow loop (`zoo.tensorflow_loop`, which keeps the
+      compiled loop linear in the length) XLA trained every measured shape
+      at least as fast as the graph (CPU time per step, `model.fit`, batch
+      32): the LSTM 1.5-4.2x at 8 units (lengths 16-2048), 1.9-3.1x at 32
+      and 1.3-1.9x at 128 (both to 2048), 1.2-1.3x at 256 and 1.1x at 512
+      (to 256), the DiffStk-RNN 2.2-7.6x (8-128 units, to 2048); at 1024
+      units the two were level (1.04-1.08x), so wider cells stay in the
+      graph (benchmarks/README.md, "The rule with the zoo's loop"). `batch`
+      and `length` stay in the signature: the rule before issue 39 used them
+      (Keras's own loop made XLA quadratic in the length).
     - On a CPU without a shape: `False`.
 
     Pass the result as `model.compile(..., jit_compile=...)`.
@@ -53,7 +57,7 @@ def default_jit_compile(units=None, batch=None, length=None):
         return True
     if units is None or batch is None or length is None:
         return False
-    return units <= CPU_XLA_MAX_UNITS and batch * units * length <= CPU_XLA_LIMIT
+    return units <= CPU_XLA_MAX_UNITS
 
 
 def recurrent_layer(cell, units, **options):

@@ -41,22 +41,21 @@ def test_a_forced_setting_is_kept_whatever_the_size():
     assert compile_mode.choose(False, 8, 32, 16) == (False, "train.jit_compile=false")
 
 
-def test_auto_on_a_cpu_compiles_small_cells_and_short_loops_only():
-    limit = compile_mode.CPU_XLA_LIMIT
+def test_auto_on_a_cpu_compiles_cells_up_to_the_unit_limit_at_any_length():
+    assert compile_mode.CPU_XLA_MAX_UNITS == 512
     small = compile_mode.choose("auto", 8, 32, 56)
-    assert small.used and small.reason == (
-        f"auto: on a CPU, batch x units x length = 32 x 8 x 56 = 14336 <= {limit}"
-    )
-    assert compile_mode.choose("auto", 128, 32, limit // (32 * 128)).used
-    long = compile_mode.choose("auto", 32, 32, 1024)
-    assert not long.used and f"1048576 > {limit}" in long.reason
-    wide = compile_mode.choose("auto", 256, 32, 16)
-    assert wide == (False, "auto: on a CPU, units 256 > 128")
+    assert small == (True, "auto: on a CPU, units 8 <= 512")
+    # Long loops and wide steps too: the zoo's TensorFlow loop keeps XLA's
+    # compiled loop linear in the length (benchmarks/README.md).
+    assert compile_mode.choose("auto", 32, 32, 2048).used
+    assert compile_mode.choose("auto", 512, 128, 1024).used
+    wide = compile_mode.choose("auto", 513, 32, 16)
+    assert wide == (False, "auto: on a CPU, units 513 > 512")
 
 
 def test_auto_keeps_the_character_language_models_off_xla():
-    # The shipped PTB character models (256+ units, long windows) ran fastest
-    # without XLA before "auto" existed; "auto" must not slow them down.
+    # The shipped PTB character models (977 and 991 units) are past the
+    # widths where XLA measured faster (level at 1024 units).
     for name in ("ptb_char_lstm", "ptb_char_mlstm"):
         recipe = recipes.resolve(name, "paper")
         train, units = recipe["train"], recipe["model"]["units"]
@@ -64,7 +63,6 @@ def test_auto_keeps_the_character_language_models_off_xla():
         assert not compile_mode.choose("auto", units, train["batch_size"], length).used
         # evaluation: 10 rows, windows of 8 x the training length
         assert not compile_mode.choose("auto", units, 10, 8 * length).used
-    assert not compile_mode.choose("auto", 256, 32, 256).used
 
 
 def test_task_train_shape_is_the_batch_and_padded_length(text_file):

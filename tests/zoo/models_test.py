@@ -147,10 +147,11 @@ def test_device_defaults_follow_the_backend(monkeypatch):
     # On this CPU with TensorFlow: no GPU, so no XLA and minGRU scans in a loop.
     assert gpu_visible() is False
     assert zoo.default_jit_compile() is False
-    # Given a step's shape: XLA for small cells on short loops only.
+    # Given a step's shape: XLA up to CPU_XLA_MAX_UNITS, at any length.
     assert zoo.default_jit_compile(units=8, batch=32, length=56) is True
-    assert zoo.default_jit_compile(units=32, batch=32, length=1024) is False
-    assert zoo.default_jit_compile(units=256, batch=1, length=16) is False
+    assert zoo.default_jit_compile(units=32, batch=32, length=1024) is True
+    assert zoo.default_jit_compile(units=512, batch=32, length=2048) is True
+    assert zoo.default_jit_compile(units=1024, batch=1, length=16) is False
     assert zoo.MinGRU(4).parallel is False
     # Another backend keeps Keras's own compile choice.
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
