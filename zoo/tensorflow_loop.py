@@ -27,6 +27,7 @@ nested inputs or an enclosing `StatelessScope`, Keras's own loop runs.
 """
 
 import functools
+import inspect
 
 import keras
 from keras import tree
@@ -96,8 +97,6 @@ def _shape(tensor):
 
 
 def _call_arguments(cell):
-    import inspect
-
     return inspect.signature(cell.call).parameters
 
 
