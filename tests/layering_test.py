@@ -6,6 +6,10 @@
 - Private names stay in their module: no `from x import _y`, no `x._y` on
   an imported module.
 - No file in `zoo/` or `training/` is over `MAX_LINES` lines.
+- A command imports nothing that loads Keras before its arguments are read:
+  what its module imports when it is run, and what those modules import
+  in turn, reaches no module of `LOADS_KERAS` (`--help` answers at once;
+  tests/training/command_line_test.py runs each).
 """
 
 import ast
@@ -79,8 +83,15 @@ FLOORS = (
         ),
     ),
     ("analysis", "the papers' analyses of trained models", ("training.analysis.*",)),
-    ("commands", "the CLIs and the tuner", (*COMMANDS, "tuning.*")),
+    (
+        "commands",
+        "the CLIs, what they share and the tuner",
+        (*COMMANDS, "training.command_line", "tuning.*"),
+    ),
 )
+# Packages whose import takes seconds: a command imports them, and the
+# modules of ours that do, inside the functions that use them.
+LOADS_KERAS = ("keras", "tensorflow", "tensorflow_text", "keras_tuner", "jax")
 
 
 def modules():
@@ -218,3 +229,47 @@ def test_no_file_is_over_max_lines():
         if (count := len(path.read_text().splitlines())) > MAX_LINES
     ]
     assert not long, f"over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def executed_imports(module):
+    """The modules `module`'s import runs: its module-level imports, those of
+    the modules of ours they name (packages included), and so on; imports
+    inside functions are left out, as they run when called."""
+
+    def top_level(body):
+        for node in body:
+            if isinstance(node, ast.Import):
+                yield from (alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                for alias in node.names:
+                    name = f"{node.module}.{alias.name}"
+                    yield name if name in MODULES else node.module
+            elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    yield from top_level(getattr(node, field, []))
+
+    found, pending = set(), [module]
+    while pending:
+        current = pending.pop()
+        parts = current.split(".")
+        for name in {".".join(parts[:n]) for n in range(1, len(parts) + 1)}:
+            if name in found:
+                continue
+            found.add(name)
+            if name in MODULES:
+                tree = ast.parse(MODULES[name].read_text())
+                pending += top_level(tree.body)
+    return found
+
+
+def test_commands_import_keras_only_once_their_arguments_are_read():
+    wrong = {}
+    for command in COMMANDS:
+        loaded = sorted(
+            name
+            for name in executed_imports(command)
+            if name.split(".")[0] in LOADS_KERAS
+        )
+        if loaded:
+            wrong[command] = loaded
+    assert not wrong, wrong

@@ -9,15 +9,12 @@ re-run. The text is printed as it is sampled; `--length` is at most
 `MAX_LENGTH` tokens.
 """
 
-import argparse
 import codecs
 import sys
 
 import numpy as np
 
-import zoo
-from training import runs
-from zoo.checks import check_number
+from training import command_line
 
 # The most tokens one command samples: only a mistake asks for more.
 MAX_LENGTH = 1_000_000
@@ -40,6 +37,8 @@ def sample_next(logits, temperature, top_k, rng, never=()):
 
 
 def _check(length, temperature, top_k, seed):
+    from zoo.checks import check_number
+
     if length < 0:
         raise ValueError(f"`length` must be >= 0; received {length!r}.")
     if length > MAX_LENGTH:
@@ -61,6 +60,9 @@ def sample(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
     the run is loaded, so a refused call yields nothing); each next piece
     is one sampled token with the separator before it.
     """
+    import zoo
+    from training import runs
+
     _check(length, temperature, top_k, seed)
     run = runs.load_run(run_dir)
     vocabulary, task = run.vocabulary, run.task
@@ -110,11 +112,22 @@ def generate(run_dir, prompt, length, temperature=1.0, top_k=None, seed=0):
     return "".join(sample(run_dir, prompt, length, temperature, top_k, seed))
 
 
+EXAMPLES = (
+    (
+        "python -m training.generate runs/ptb_char_lstm-small --prompt 'the '",
+        "100 characters after the prompt, at temperature 1",
+    ),
+    (
+        "python -m training.generate preset:lstm_dyck_m4 --prompt '(a' --length 20 "
+        "--top-k 2 --seed 3",
+        "a built-in preset's brackets, from its two likeliest at each step",
+    ),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.generate", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("run_dir")
+    parser = command_line.parser("python -m training.generate", __doc__, EXAMPLES)
+    parser.add_argument("run_dir", help="a language model's run, preset:NAME or PATH")
     parser.add_argument("--prompt", required=True)
     parser.add_argument("--length", type=int, default=100)
     parser.add_argument("--temperature", type=float, default=1.0)
@@ -122,6 +135,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
+        command_line.start_tensorflow()
         pieces = sample(
             args.run_dir,
             args.prompt,

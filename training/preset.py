@@ -19,7 +19,6 @@ same distribution for Dyck and recognition tasks (the data seed
 1 when it falls outside the tolerance.
 """
 
-import argparse
 import json
 import math
 import shlex
@@ -27,13 +26,7 @@ import shutil
 import sys
 from pathlib import Path
 
-import keras
-import tensorflow as tf
-
-import zoo
-from training import file_schema, recipes, run_dirs, runs, table_schema
-from training.tasks import make_task
-from zoo.checks import check_number
+from training import command_line
 
 # Data seed of a re-measurement: no table trains with it.
 FRESH_SEED = 1_000_003
@@ -67,6 +60,8 @@ def retrain_command(recipe, table=None, row=None):
     the seed always included; None when the run was trained from a recipe
     file outside `training/recipes/`.
     """
+    from training import recipes
+
     seed = f"train.seed={recipe['train']['seed']}"
     if row is not None:
         name, scale = row.recipe, row.scale
@@ -150,6 +145,8 @@ def tolerance_for(value, count, fresh_count):
 
 def remeasure_plan(recipe, metrics, key, tolerance=None):
     """The card's `remeasure` entry for the metric `key` of a run's `metrics`."""
+    from training import runs, table_schema
+
     value = table_schema.metric_value(metrics, key)
     if value is None:
         splits = ", ".join(sorted(k for k in metrics if k not in runs.EXECUTION))
@@ -193,6 +190,10 @@ def remeasure(preset):
     (`fresh_recipe`); a language model and the acceptability classifier on
     their data's split.
     """
+    import zoo
+    from training import file_schema, runs, table_schema
+    from training.tasks import make_task
+
     directory = zoo.presets.preset_dir(preset)
     card_path = directory / zoo.presets.loading.CARD
     card = file_schema.check(zoo.preset_card(directory), file_schema.CARD, card_path)
@@ -245,6 +246,13 @@ def save_preset(
             three standard errors of the difference of two measurements
             (`tolerance_for`), at least `MIN_TOLERANCE`.
     """
+    import keras
+    import tensorflow as tf
+
+    import zoo
+    from training import file_schema, run_dirs, runs, table_schema
+    from zoo.checks import check_number
+
     path = Path(path)
     name = name or path.name
     if tolerance is not None:
@@ -319,11 +327,15 @@ def save_preset(
 
 
 def _is_preset(folder):
+    import zoo
+
     return (Path(folder) / zoo.presets.loading.CARD).is_file()
 
 
 def _write_run_files(source, partial, run, recipe):
     """The model (float32, no optimizer), recipe, vocabulary and metrics."""
+    from training import runs
+
     run.model.save(partial / runs.BEST)
     runs.write_json(partial / runs.RECIPE, recipe)
     shutil.copyfile(source / runs.VOCABULARY, partial / runs.VOCABULARY)
@@ -421,12 +433,22 @@ def model_card(card):
     return "\n".join(lines)
 
 
+EXAMPLES = (
+    (
+        "python -m training.preset runs/dyck2_dyck_rnn-small presets/dyck_rnn",
+        "a finished run as a preset with its card (retrain command, metric)",
+    ),
+    (
+        "python -m training.preset --remeasure dyck_rnn_m4",
+        "measure a preset's card metric again; exit 1 outside its tolerance",
+    ),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.preset", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("run_dir", nargs="?")
-    parser.add_argument("out_dir", nargs="?")
+    parser = command_line.parser("python -m training.preset", __doc__, EXAMPLES)
+    parser.add_argument("run_dir", nargs="?", help="a finished run directory")
+    parser.add_argument("out_dir", nargs="?", help="the preset's folder")
     parser.add_argument("--name", help="the preset's name (default: OUT_DIR's)")
     parser.add_argument("--table", help="the reproduction table of the run")
     parser.add_argument("--row", help="the table's row the run is a seed of")
@@ -438,6 +460,7 @@ def main(argv=None):
         if args.run_dir or args.out_dir:
             parser.error("--remeasure takes no RUN_DIR or OUT_DIR.")
         try:
+            command_line.start_tensorflow()
             value, plan = remeasure(args.remeasure)
         except KeyboardInterrupt:
             parser.exit(130, f"{parser.prog}: interrupted\n")
@@ -453,6 +476,7 @@ def main(argv=None):
     if args.run_dir is None or args.out_dir is None:
         parser.error("RUN_DIR and OUT_DIR are required (or --remeasure PRESET).")
     try:
+        command_line.start_tensorflow()
         card = save_preset(
             args.run_dir,
             args.out_dir,

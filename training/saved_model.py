@@ -256,7 +256,6 @@ def export_in_tensorflow(run_dir, out_dir):
     """
     command = [sys.executable, "-m", "training.export", str(run_dir), str(out_dir)]
     environment = {**os.environ, "KERAS_BACKEND": "tensorflow"}
-    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     done = subprocess.run(
         command, env=environment, capture_output=True, text=True, check=False
     )

@@ -23,7 +23,6 @@ NAME apply to every row (a smoke run: `train.epochs=1`); a resumed search
 must be given the same ones.
 """
 
-import argparse
 import dataclasses
 import os
 import shlex
@@ -31,6 +30,8 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from training import command_line
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,10 +150,20 @@ def row_arguments(
     ]
 
 
+EXAMPLES = (
+    (
+        "python -m tuning.protocol stack_d2 --dry-run",
+        "each row's python -m tuning.search command, run nothing",
+    ),
+    (
+        "python -m tuning.protocol stack_d2 --rows lstm,gru train.epochs=1",
+        "a smoke run of two rows, one epoch a trial",
+    ),
+)
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m tuning.protocol", description=__doc__.splitlines()[0]
-    )
+    parser = command_line.parser("python -m tuning.protocol", __doc__, EXAMPLES)
     parser.add_argument("name", choices=sorted(PROTOCOLS))
     parser.add_argument("overrides", nargs="*", metavar="section.key=value")
     parser.add_argument("--rows", default=None, help="default: every row")

@@ -313,11 +313,11 @@ def interrupted_commands_end_in_one_line_with_130(probe):
     finished = str(probe.made["finished"])
     commands = [
         (runs, "train_run", train.main, ["tiny_dyck_lstm", "--run-dir", "r"]),
-        (export, "export_run", export.main, [finished, "o"]),
+        (saved_model, "export_run", export.main, [finished, "o"]),
         (preset, "save_preset", preset.main, [finished, "p"]),
         (evaluate, "evaluate_run", evaluate.main, [finished]),
         (generate, "sample", generate.main, [finished, "--prompt", "("]),
-        (reproduce, "_prepare", reproduce.main, ["tiny", "--out", "out"]),
+        (reproduce, "_prepare", reproduce.main, ["mm_dyck", "--out", "out"]),
     ]
     probe.monkeypatch.chdir(probe.tmp)
     for module, name, main, argv in commands:
