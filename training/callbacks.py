@@ -13,6 +13,7 @@ import keras
 import numpy as np
 
 import zoo
+from zoo import keras_compat
 from zoo.cells.second_order import second_order_cells
 from zoo.checks import check_number, check_positive_int
 from zoo.walk import walk_layers
@@ -295,10 +296,8 @@ def seed_generators(model):
     """
     found = {}
     for layer in walk_layers(model, include_self=True):
-        for generator in layer._seed_generators:
-            # On JAX, recurrent state is listed there too (`zoo.carry_state_on_jax`).
-            if isinstance(generator, keras.random.SeedGenerator):
-                found.setdefault(id(generator), generator)
+        for generator in keras_compat.seed_generators(layer):
+            found.setdefault(id(generator), generator)
     return list(found.values())
 
 
@@ -417,7 +416,7 @@ class RunBackup(keras.callbacks.BackupAndRestore):
                 f"Backup weights {str(weights)!r} cannot be read ({reason}); "
                 f"expected an HDF5 file (delete {self.backup_dir!r} to start afresh)."
             ) from None
-        self.model._initial_epoch = metadata["epoch"]
+        keras_compat.set_initial_epoch(self.model, metadata["epoch"])
         states = metadata.get("callbacks") or []
         if len(states) != len(self.tracked):
             raise ValueError(
