@@ -4,11 +4,12 @@ Written against Keras 3.15.1 (and keras-tuner 1.4.8 for `chief_oracle`).
 Keras keeps `keras.src` and its underscored attributes private (its public
 API is what `@keras_export` marks). Where the project needs one, it reaches
 it here, through a function that says what it reads, why, which public API
-was considered, and when it can go. `tests/private_attributes_test.py` fails
-when any other module of zoo/, training/ or tuning/ touches a private
-attribute of Keras or imports `keras.src`; `tests/zoo/keras_compat_test.py`
-checks each function against the installed Keras, so an upgrade that breaks
-one fails a test named after it.
+was considered and, where known, when it can go.
+`tests/private_attributes_test.py` fails when any other module of zoo/,
+training/ or tuning/ touches a private attribute of Keras or imports
+`keras.src`; `tests/zoo/keras_compat_test.py` checks each function against
+the installed Keras, so an upgrade that breaks one fails a test named after
+it.
 
 Workarounds whose code is the feature of another module use the functions
 here for what is private:
