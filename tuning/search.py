@@ -45,6 +45,7 @@ from training import file_schema, plots, recipes
 from training.callbacks import write_atomically
 from training.recipe_files import write_recipe
 from tuning.hypermodels import RecurrentHyperModel
+from zoo import keras_compat
 
 
 class _AfterTrial:
@@ -132,8 +133,7 @@ def make_tuner(
             hypermodel, max_epochs=train["epochs"], **options
         )
         # The chief's oracle decides; a worker's is a client of it.
-        oracle = getattr(instance.oracle, "_oracle", instance.oracle)
-        oracle.max_trials = max_trials
+        keras_compat.chief_oracle(instance.oracle).max_trials = max_trials
         return instance
     return TUNERS[tuner](hypermodel, max_trials=max_trials, **options)
 
