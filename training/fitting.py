@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from training import backends, compile_mode
 from training.callbacks import RunBackup, StopBelowLoss, TemperatureAnnealing
+from training.task_protocol import TrainableTask
 
 # `model.fit` arguments that the task's data decide; `fit` refuses them.
 DATA_ARGUMENTS = (
@@ -188,7 +189,7 @@ def schedule_callbacks(train, monitor):
 
 def fit(
     model,
-    task,
+    task: TrainableTask,
     callbacks=(),
     verbose=0,
     jit_compile=None,
@@ -227,7 +228,8 @@ def fit(
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
-        task: A `training.tasks.base.Task`.
+        task: A `training.task_protocol.TrainableTask` (a task of
+            `training.tasks.make_task`).
         callbacks: Callbacks to run first (e.g. the run directory's).
         verbose: `model.fit`'s verbosity. Default: 0 (silent).
         jit_compile: Whether to compile the steps with XLA (a resumed run
