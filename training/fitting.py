@@ -229,7 +229,8 @@ def fit(
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
         task: A `training.task_protocol.TrainableTask` (a task of
-            `training.tasks.make_task`).
+            `training.tasks.make_task`); its `train_data` is built once and
+            shared with `compile_mode`.
         callbacks: Callbacks to run first (e.g. the run directory's).
         verbose: `model.fit`'s verbosity. Default: 0 (silent).
         jit_compile: Whether to compile the steps with XLA (a resumed run

@@ -15,7 +15,11 @@ import typing
 class TrainableTask(typing.Protocol):
     """A task `training.fitting.fit` can compile a model for and train it on.
 
-    Two attributes and seven methods.
+    Two attributes and seven methods. `train_data` is built once per task:
+    every call returns the same dataset and callbacks, which `fit`,
+    `compile_mode` and `train_shape` share, and which keep nothing from one
+    fit to the next, so one task trains several models (a search trial's
+    seeds) as several tasks would.
     """
 
     recipe: dict
@@ -38,7 +42,8 @@ class TrainableTask(typing.Protocol):
 
     def train_data(self):
         """`(dataset, callbacks)`: the training batches and the callbacks they
-        need (the epoch-keyed shuffle's, a stateful model's resets)."""
+        need (the epoch-keyed shuffle's, a stateful model's resets), built on
+        the first call and the same objects at every later one."""
 
     def train_shape(self):
         """`(batch, length)` of every training step's input: one static shape
