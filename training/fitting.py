@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from training import backends, compile_mode
 from training.callbacks import RunBackup, StopBelowLoss, TemperatureAnnealing
+from training.task_protocol import TrainableTask
 from zoo import keras_compat
 
 # `model.fit` arguments that the task's data decide; `fit` refuses them.
@@ -146,7 +147,7 @@ def schedule_callbacks(train, monitor):
 
 def fit(
     model,
-    task,
+    task: TrainableTask,
     callbacks=(),
     verbose=0,
     jit_compile=None,
@@ -186,7 +187,9 @@ def fit(
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
-        task: A `training.tasks.base.Task`.
+        task: A `training.task_protocol.TrainableTask` (a task of
+            `training.tasks.make_task`); its `train_data` is built once and
+            shared with `compile_mode`.
         callbacks: Callbacks to run first (e.g. the run directory's).
         verbose: `model.fit`'s verbosity. Default: 0 (silent).
         jit_compile: Whether to compile the steps with XLA (a resumed run

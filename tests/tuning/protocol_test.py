@@ -40,7 +40,11 @@ def test_the_dyck_protocol_searches_the_reports_lstm_from_its_size_up():
             protocol.row_arguments("dyck_m4", "lstm")
         )
     )
-    assert (args["recipe"], args["scale"], args["cells"]) == ("dyck2_lstm", "paper", "lstm")
+    assert (args["recipe"], args["scale"], args["cells"]) == (
+        "dyck2_lstm",
+        "paper",
+        "lstm",
+    )
     assert args["units"].split(",")[0] == "12"  # the report's 3m at m = 4
     assert args["record"] == "results/tuning/dyck_m4/lstm"
     assert not any(option.startswith("train.batch_size") for option in args["option"])

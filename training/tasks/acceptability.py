@@ -74,7 +74,7 @@ class AcceptabilityTask(Task):
         arrays = self.arrays[split]
         return arrays.inputs, arrays.labels
 
-    def train_data(self):
+    def make_train_data(self):
         return self._shuffled(self._columns("train"))
 
     def validation_data(self):

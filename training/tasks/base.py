@@ -42,6 +42,7 @@ class Task:
 
     def __init__(self, recipe, vocabulary=None):
         self.recipe = recipe
+        self._train_data = None  # `train_data`'s, built on its first call
         self.vocabulary = self.own_vocabulary() if vocabulary is None else vocabulary
         self.vocab_size = len(self.vocabulary)
 
@@ -53,10 +54,16 @@ class Task:
         """The same data with another recipe's model and training settings.
 
         Keras Tuner's trials use it: every trial reads the data generated or
-        loaded once, and builds and trains the trial's model.
+        loaded once, and builds and trains the trial's model. The arrays
+        are shared (the search keeps the recipe keys that decide them fixed,
+        `tuning.hypermodels.DATA_KEYS`); the training dataset is the
+        clone's own, made on its first `train_data`, since other keys
+        (`train.epochs` of a curriculum, `train.max_steps_per_epoch`, the
+        targets of `task.step_labels`) shape it too.
         """
         clone = copy.copy(self)
         clone.recipe = recipe
+        clone._train_data = None
         return clone
 
     def compile_arguments(self):
@@ -113,6 +120,25 @@ class Task:
         sampled softmax).
         """
         return model
+
+    def train_data(self):
+        """`(dataset, callbacks)`: the training batches and the callbacks they need.
+
+        Made on the first call (`make_train_data`) and the same objects at
+        every later one, so one run builds its training data once:
+        `training.fitting.fit`, `training.compile_mode` and `train_shape`
+        share them. The callbacks keep nothing from one training to the
+        next (`batching.DataEpoch` starts each at epoch 0, as a new dataset
+        does), so two fits on one task (a search trial's seeds) train as
+        fits on two tasks do.
+        """
+        if self._train_data is None:
+            self._train_data = self.make_train_data()
+        return self._train_data
+
+    def make_train_data(self):
+        """A new `(dataset, callbacks)` of the training split (`train_data`)."""
+        raise NotImplementedError
 
     def train_shape(self):
         """`(batch, length)` of every training step's input (one static shape)."""

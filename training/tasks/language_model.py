@@ -110,7 +110,7 @@ class LanguageModelTask(Task):
             self.encoded[split].ids, self.batch_size, self.sequence_length
         )
 
-    def train_data(self):
+    def make_train_data(self):
         inputs, targets = self._tbptt("train")
         if self.stateful:  # row b of a batch continues row b of the last one
             text = tf.data.Dataset.from_tensor_slices((inputs, targets))
