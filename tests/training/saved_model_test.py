@@ -1,8 +1,12 @@
+import contextlib
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -163,6 +167,36 @@ def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(tmp_path):
     served = loaded.serve(tf.constant(ids))
     assert served.shape == (2, 2)  # no time axis to cut
     np.testing.assert_allclose(served, logits, atol=1e-5)
+
+
+def documented_snippet(marker):
+    """The Python block of docs/evaluation.md that holds `marker`."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    (block,) = [block for block in blocks if marker in block]
+    return block
+
+
+def test_the_documented_snippet_reads_each_string_of_a_batch_after_its_end(tmp_path):
+    # Strings of unequal lengths: `[:, -1]` read the padding of the shorter
+    # ones (and the wrong bracket); the snippet gathers each one's last step.
+    saved = export_run("preset:dyck_rnn_m4", tmp_path / "dyck_saved_model")
+    snippet = documented_snippet("closing_log_probabilities")
+    code = snippet.replace('"dyck_saved_model"', repr(str(saved)))
+    namespace, printed = {}, io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(code, namespace)  # noqa: S102 (the documented snippet, as written)
+    expected = [
+        line[2:].split("   ")[0] for line in snippet.splitlines() if line[:2] == "# "
+    ]
+    assert [line.rstrip() for line in printed.getvalue().splitlines()] == expected
+    model = namespace["model"]
+    for row, text in enumerate(["(a (b (b", "(b (a", "(a (b b) (b"]):
+        alone = model.serve_text(tf.constant([text]))["closing_log_probabilities"]
+        np.testing.assert_allclose(
+            namespace["after_last"][row], alone[0, -1], atol=1e-6
+        )
+    assert np.argmax(namespace["after_last"], -1).tolist() == [1, 0, 1]
 
 
 def test_serve_text_names_a_token_the_vocabulary_lacks(dyck_run, tmp_path):
