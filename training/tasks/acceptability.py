@@ -25,7 +25,7 @@ class AcceptabilityTask(Task):
 
     head = "classifier"
     num_classes = 2
-    text_normalizer = staticmethod(acceptability.normalize)
+    conventions = acceptability.CONVENTIONS  # for runs from before it was recorded
 
     def __init__(self, recipe, vocabulary=None):
         super().__init__(recipe, vocabulary)

@@ -35,10 +35,10 @@ class Task:
     end_id = None  # the id that ends a generated string, if the task has one
     never_generated = ()  # ids a generated text never holds (padding, START)
     splits = ("valid", "test")
-    # TensorFlow ops a text goes through before its tokens are looked up
-    # (`string tensor -> string tensor`), in training and in the export; None
-    # for text that is already tokens separated by spaces.
-    text_normalizer = None
+    # The conventions natural text is written in before its tokens are looked
+    # up (`zoo.text_conventions`) where the vocabulary names none; None: the
+    # text as written (a Dyck task's brackets, `(a (b b) a)`).
+    conventions = None
 
     def __init__(self, recipe, vocabulary=None):
         self.recipe = recipe
@@ -49,6 +49,10 @@ class Task:
     def own_vocabulary(self):
         """The vocabulary of the task's data (used when none is given)."""
         raise NotImplementedError
+
+    def tokenizer(self):
+        """Natural text -> ids -> text for the task's vocabulary (`zoo.tokenizer`)."""
+        return self.vocabulary.tokenizer(self.conventions)
 
     def with_recipe(self, recipe):
         """The same data with another recipe's model and training settings.

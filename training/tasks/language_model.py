@@ -48,7 +48,7 @@ class LanguageModelTask(Task):
 
     @property
     def conventions(self):
-        """The name of the corpus's spelling conventions (`training.data.conventions`).
+        """The name of the corpus's spelling conventions (`zoo.text_conventions`).
 
         The vocabulary's, or for a run from before vocabularies recorded
         them, those of the recipe's corpus; reads no data.
