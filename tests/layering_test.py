@@ -3,6 +3,9 @@
 - Floors: every module of `zoo`, `training` and `tuning` stands on one floor
   of `FLOORS`, and imports only modules of its own floor or of the floors
   below it; no module imports a command (`COMMANDS`).
+- The fit path (`FIT_PATH`) knows a task only by the protocol declared on
+  its own floor (`TASK_PROTOCOL`): it imports that and no module of the
+  tasks floor.
 - Private names stay in their module: no `from x import _y`, no `x._y` on
   an imported module.
 - No file in `zoo/` or `training/` is over `MAX_LINES` lines.
@@ -53,6 +56,7 @@ FLOORS = (
             "training.file_schema",
             "training.metrics",
             "training.scoring",
+            "training.task_protocol",
             "training.compile_mode",
             "training.callbacks",
             "training.sampled_softmax",
@@ -92,6 +96,10 @@ FLOORS = (
 # Packages whose import takes seconds: a command imports them, and the
 # modules of ours that do, inside the functions that use them.
 LOADS_KERAS = ("keras", "tensorflow", "tensorflow_text", "keras_tuner", "jax")
+
+# The compile-and-fit path, and the protocol of what it needs from a task.
+FIT_PATH = ("training.fitting", "training.compile_mode")
+TASK_PROTOCOL = "training.task_protocol"
 
 
 def modules():
@@ -179,6 +187,22 @@ def test_modules_import_only_their_own_floor_or_below_and_no_command():
                     f"{where} ({FLOORS[floor][0]}) imports {imported} "
                     f"({FLOORS[floor_of(imported)][0]}), a floor above"
                 )
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_fit_path_knows_a_task_only_by_its_protocol():
+    tasks = next(i for i, (name, _, _) in enumerate(FLOORS) if name == "tasks")
+    assert floor_of(TASK_PROTOCOL) == floor_of("training.fitting") < tasks
+    wrong = []
+    for module in FIT_PATH:
+        imported = {name for _, name, _ in imports(module)}
+        if TASK_PROTOCOL not in imported:
+            wrong.append(f"{module} does not import {TASK_PROTOCOL}")
+        wrong += [
+            f"{module} imports the task module {name}"
+            for name in imported
+            if own(name) and floor_of(name) == tasks
+        ]
     assert not wrong, "\n".join(wrong)
 
 

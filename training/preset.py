@@ -333,12 +333,17 @@ def _is_preset(folder):
 
 
 def _write_run_files(source, partial, run, recipe):
-    """The model (float32, no optimizer), recipe, vocabulary and metrics."""
+    """The model (float32, no optimizer), recipe, vocabulary and metrics.
+
+    The vocabulary names its text conventions, a run's from before they were
+    recorded too (`zoo.load_preset(...).tokenizer` reads them).
+    """
     from training import runs
 
     run.model.save(partial / runs.BEST)
     runs.write_json(partial / runs.RECIPE, recipe)
-    shutil.copyfile(source / runs.VOCABULARY, partial / runs.VOCABULARY)
+    run.vocabulary.conventions = run.task.tokenizer().conventions
+    (partial / runs.VOCABULARY).write_text(run.vocabulary.to_json())
     shutil.copyfile(source / runs.METRICS, partial / runs.METRICS)
 
 

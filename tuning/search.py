@@ -136,9 +136,10 @@ def make_tuner(
         instance = tuner_class("hyperband")(
             hypermodel, max_epochs=train["epochs"], **options
         )
+        from zoo import keras_compat
+
         # The chief's oracle decides; a worker's is a client of it.
-        oracle = getattr(instance.oracle, "_oracle", instance.oracle)
-        oracle.max_trials = max_trials
+        keras_compat.chief_oracle(instance.oracle).max_trials = max_trials
         return instance
     return tuner_class(tuner)(hypermodel, max_trials=max_trials, **options)
 
