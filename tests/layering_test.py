@@ -75,7 +75,7 @@ FLOORS = (
     ),
     (
         "tables",
-        "reproduction tables: schema, runs, records, summaries",
+        "reproduction tables: schema, runs, records, summaries, presets",
         (
             "training.history",
             "training.table_schema",
@@ -84,6 +84,7 @@ FLOORS = (
             "training.results",
             "training.table_runs",
             "training.backfill",
+            "training.preset_builder",
         ),
     ),
     ("analysis", "the papers' analyses of trained models", ("training.analysis.*",)),
