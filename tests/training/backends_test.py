@@ -7,6 +7,7 @@ runs them, as `.ci/run` does).
 """
 
 import json
+import re
 import subprocess
 import sys
 
@@ -145,11 +146,13 @@ def test_a_missing_jax_is_one_line_saying_how_to_install_it(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_missing_backend_is_an_import_error_in_a_library(monkeypatch):
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_missing_backend_is_an_import_error_in_a_library(backend, monkeypatch):
     monkeypatch.setattr(backends, "is_installed", lambda name: False)
     monkeypatch.setattr(sys, "argv", ["some_script.py"])
-    with pytest.raises(backends.BackendUnavailable, match=r'pip install "rnn-zoo'):
-        backends.require("jax")
+    how = f'"rnn-zoo[{backend}]" (from a checkout: pip install ".[{backend}]")'
+    with pytest.raises(backends.BackendUnavailable, match=re.escape(how) + "$"):
+        backends.require(backend)
 
 
 def test_reproduce_refuses_a_backend_that_is_not_installed(
