@@ -109,6 +109,21 @@ def is_tensorflow():
     return name() == "tensorflow"
 
 
+def widest_float():
+    """The widest float dtype Keras computes in here: `"float64"`, or
+    `"float32"` on JAX unless `jax_enable_x64` is on.
+
+    JAX's default is 32 bits: a float64 asked of it comes back float32 with
+    a warning ("Explicitly requested dtype float64 ... is not available"),
+    so exact NumPy-side scores ask for this instead of float64.
+    """
+    if name() != "jax":
+        return "float64"
+    import jax
+
+    return "float64" if jax.config.read("jax_enable_x64") else "float32"
+
+
 def describe(backend=None):
     """`{"name": backend, "version": its package's version}` (a run's record).
 

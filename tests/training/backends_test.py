@@ -48,8 +48,11 @@ def quiet_environment(**changes):
 def jax_out(tmp_path_factory):
     """The folder `jax_runs` filled on the JAX backend, and what it printed."""
     out = tmp_path_factory.mktemp("jax")
+    # JAX's float64 truncation warning is an error: the runs ask for no float64
+    # (`backends.widest_float`), so it would point at the code that did.
+    no_float64 = "error:Explicitly requested dtype float64"
     done = subprocess.run(
-        [sys.executable, "-m", "tests.training.jax_runs", str(out)],
+        [sys.executable, "-W", no_float64, "-m", "tests.training.jax_runs", str(out)],
         cwd=ROOT,
         env=quiet_environment(KERAS_BACKEND="jax"),
         capture_output=True,
@@ -178,6 +181,20 @@ def test_reproduce_refuses_a_backend_that_is_not_installed(
     assert exit_info.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.endswith('pip install ".[jax]")') and "jax package" in line
+
+
+@needs_jax
+def test_widest_float_is_the_widest_the_backend_computes_in(monkeypatch):
+    import jax
+
+    assert backends.widest_float() == "float64"  # TensorFlow
+    monkeypatch.setattr(backends, "name", lambda: "jax")
+    assert backends.widest_float() == "float32"  # JAX's default: 32 bits
+    jax.config.update("jax_enable_x64", True)
+    try:
+        assert backends.widest_float() == "float64"
+    finally:
+        jax.config.update("jax_enable_x64", False)
 
 
 def test_tf_distribute_is_refused_in_one_line_on_other_backends(monkeypatch):
