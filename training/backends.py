@@ -6,7 +6,7 @@ TensorFlow is always installed and JAX is the optional extra
 (`pip install ".[jax]"`). The backend is fixed per process by the
 `KERAS_BACKEND` environment variable, read when Keras is first imported:
 
-    KERAS_BACKEND=jax python -m training.train tiny_dyck_lstm
+    KERAS_BACKEND=jax python -m training.train tiny_dyck_lstm train.jit_compile=auto
 
 `require()` runs when `training` is imported (before Keras is), so a CLI
 asked for a backend whose package is missing says how to install it in one

@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.readme_test import bash_lines
 from tests.training import jax_runs
 from tests.training.reproduce_test import _metrics, _write_record
 from tests.training.tiny import TINY_TABLE
 from training import (
     backends,
+    compile_mode,
     fitting,
     generate,
     recipes,
@@ -195,6 +197,24 @@ def test_widest_float_is_the_widest_the_backend_computes_in(monkeypatch):
         assert backends.widest_float() == "float64"
     finally:
         jax.config.update("jax_enable_x64", False)
+
+
+def test_the_docs_jax_example_trains_with_xla_as_the_docs_say(monkeypatch):
+    # docs/scaling.md: XLA on JAX unless a recipe says false, as tiny_dyck_lstm
+    # does for TensorFlow; its JAX example asks for "auto", Keras's XLA.
+    page = (ROOT / "docs" / "scaling.md").read_text()
+    command = "KERAS_BACKEND=jax python -m training.train "
+    (line,) = [line for line in bash_lines(page) if line.startswith(command)]
+    name, *words = line.removeprefix(command).split()
+    overrides = [w for w in words if "=" in w and not w.startswith("--")]
+    recipe = recipes.resolve(name, "small", overrides)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    choice = compile_mode.choose(
+        recipe["train"]["jit_compile"], recipe["model"]["units"], 16, 10
+    )
+    assert choice == (True, "auto: Keras's choice on the jax backend")
+    printed = f"XLA: on ({choice.reason})"
+    assert f"`{printed}`" in " ".join(page.split())
 
 
 def test_tf_distribute_is_refused_in_one_line_on_other_backends(monkeypatch):
