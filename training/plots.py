@@ -10,6 +10,7 @@ the inputs have passed their checks.
 
 import csv
 import os
+import re
 from pathlib import Path
 
 import matplotlib
@@ -78,6 +79,16 @@ def save(fig, path):
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def file_name(stem, suffix=""):
+    """`stem` made safe as a file name on any system, then `suffix`.
+
+    Each run of characters other than letters, digits, `_`, `.` and `-`
+    becomes one `-`: `file_name("routing-preset:NAME", ".csv")` is
+    `routing-preset-NAME.csv` (no ':', which Windows and macOS refuse).
+    """
+    return re.sub(r"[^\w.-]+", "-", stem) + suffix
 
 
 def write_table(path, rows):
