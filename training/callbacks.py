@@ -86,7 +86,7 @@ class TemperatureAnnealing(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         temperatures = []
         for cell in second_order_cells(self.model):
-            tau = float(keras.ops.convert_to_numpy(cell.temperature))
+            tau = float(keras.ops.convert_to_numpy(cell.temperature.value))
             tau = max(tau * self.factor, self.minimum)
             cell.temperature.assign(tau)
             temperatures.append(tau)
@@ -390,7 +390,7 @@ class RunBackup(keras.callbacks.BackupAndRestore):
             "weights": weights.name,
             "callbacks": [_state_of(callback) for callback in self.tracked],
             "seed_generators": [
-                keras.ops.convert_to_numpy(generator.state).tolist()
+                keras.ops.convert_to_numpy(generator.state.value).tolist()
                 for generator in seed_generators(self.model)
             ],
             "log_size": log_size,
