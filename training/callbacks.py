@@ -147,6 +147,20 @@ class EpochMetrics(keras.callbacks.Callback):
             logs[self.prefix + name] = value
 
 
+def close_logs(callbacks):
+    """Closes the file of each `CSVLogger` in `callbacks` that is still open.
+
+    `CSVLogger` closes it in `on_train_end`, which an exception out of
+    `model.fit` skips: the file stayed open (a `ResourceWarning`, and one
+    handle more per failed trial in a long tuner process).
+    """
+    for callback in callbacks:
+        if isinstance(callback, keras.callbacks.CSVLogger):
+            file = getattr(callback, "csv_file", None)
+            if file is not None and not file.closed:
+                file.close()
+
+
 def write_atomically(path, text):
     """Writes `text` to `path` through a temporary file and `os.replace`.
 
