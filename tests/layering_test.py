@@ -3,9 +3,16 @@
 - Floors: every module of `zoo`, `training` and `tuning` stands on one floor
   of `FLOORS`, and imports only modules of its own floor or of the floors
   below it; no module imports a command (`COMMANDS`).
+- The fit path (`FIT_PATH`) knows a task only by the protocol declared on
+  its own floor (`TASK_PROTOCOL`): it imports that and no module of the
+  tasks floor.
 - Private names stay in their module: no `from x import _y`, no `x._y` on
   an imported module.
 - No file in `zoo/` or `training/` is over `MAX_LINES` lines.
+- A command imports nothing that loads Keras before its arguments are read:
+  what its module imports when it is run, and what those modules import
+  in turn, reaches no module of `LOADS_KERAS` (`--help` answers at once;
+  tests/training/command_line_test.py runs each).
 """
 
 import ast
@@ -49,6 +56,7 @@ FLOORS = (
             "training.file_schema",
             "training.metrics",
             "training.scoring",
+            "training.task_protocol",
             "training.compile_mode",
             "training.callbacks",
             "training.sampled_softmax",
@@ -67,7 +75,7 @@ FLOORS = (
     ),
     (
         "tables",
-        "reproduction tables: schema, runs, records, summaries",
+        "reproduction tables: schema, runs, records, summaries, presets",
         (
             "training.history",
             "training.table_schema",
@@ -76,11 +84,23 @@ FLOORS = (
             "training.results",
             "training.table_runs",
             "training.backfill",
+            "training.preset_builder",
         ),
     ),
     ("analysis", "the papers' analyses of trained models", ("training.analysis.*",)),
-    ("commands", "the CLIs and the tuner", (*COMMANDS, "tuning.*")),
+    (
+        "commands",
+        "the CLIs, what they share and the tuner",
+        (*COMMANDS, "training.command_line", "tuning.*"),
+    ),
 )
+# Packages whose import takes seconds: a command imports them, and the
+# modules of ours that do, inside the functions that use them.
+LOADS_KERAS = ("keras", "tensorflow", "tensorflow_text", "keras_tuner", "jax")
+
+# The compile-and-fit path, and the protocol of what it needs from a task.
+FIT_PATH = ("training.fitting", "training.compile_mode")
+TASK_PROTOCOL = "training.task_protocol"
 
 
 def modules():
@@ -171,6 +191,22 @@ def test_modules_import_only_their_own_floor_or_below_and_no_command():
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_fit_path_knows_a_task_only_by_its_protocol():
+    tasks = next(i for i, (name, _, _) in enumerate(FLOORS) if name == "tasks")
+    assert floor_of(TASK_PROTOCOL) == floor_of("training.fitting") < tasks
+    wrong = []
+    for module in FIT_PATH:
+        imported = {name for _, name, _ in imports(module)}
+        if TASK_PROTOCOL not in imported:
+            wrong.append(f"{module} does not import {TASK_PROTOCOL}")
+        wrong += [
+            f"{module} imports the task module {name}"
+            for name in imported
+            if own(name) and floor_of(name) == tasks
+        ]
+    assert not wrong, "\n".join(wrong)
+
+
 def private_uses(module):
     """`(line, "module._name")` of each private name `module` takes from another."""
     tree = ast.parse(MODULES[module].read_text())
@@ -218,3 +254,47 @@ def test_no_file_is_over_max_lines():
         if (count := len(path.read_text().splitlines())) > MAX_LINES
     ]
     assert not long, f"over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def executed_imports(module):
+    """The modules `module`'s import runs: its module-level imports, those of
+    the modules of ours they name (packages included), and so on; imports
+    inside functions are left out, as they run when called."""
+
+    def top_level(body):
+        for node in body:
+            if isinstance(node, ast.Import):
+                yield from (alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                for alias in node.names:
+                    name = f"{node.module}.{alias.name}"
+                    yield name if name in MODULES else node.module
+            elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    yield from top_level(getattr(node, field, []))
+
+    found, pending = set(), [module]
+    while pending:
+        current = pending.pop()
+        parts = current.split(".")
+        for name in {".".join(parts[:n]) for n in range(1, len(parts) + 1)}:
+            if name in found:
+                continue
+            found.add(name)
+            if name in MODULES:
+                tree = ast.parse(MODULES[name].read_text())
+                pending += top_level(tree.body)
+    return found
+
+
+def test_commands_import_keras_only_once_their_arguments_are_read():
+    wrong = {}
+    for command in COMMANDS:
+        loaded = sorted(
+            name
+            for name in executed_imports(command)
+            if name.split(".")[0] in LOADS_KERAS
+        )
+        if loaded:
+            wrong[command] = loaded
+    assert not wrong, wrong

@@ -24,15 +24,13 @@ WHAT is one of:
                (Figure 3 of the second-order report); reads no model
 """
 
-import argparse
 import itertools
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from training import plots, runs, scoring
-from training.analysis import curves, ldpa, pabs, routing, stack_actions, surprisal
+from training import command_line
 from training.analysis.loading import (
     check_kind,
     check_split,
@@ -41,7 +39,6 @@ from training.analysis.loading import (
     stream_ids,
     token_names,
 )
-from zoo.checks import check_number, check_positive_int
 
 ANALYSES = ("surprisal", "pabs", "routing", "stack", "ldpa", "curves")
 INIT = "@init"  # pabs --init: the key of a run's angles at initialization
@@ -55,6 +52,8 @@ def run_names(run_dirs):
     `OUT/runs/ROW/seed-N`), so no run's picture or numbers replace another's;
     they differ as file names too (`plots.file_name`, `preset:NAME`).
     """
+    from training import plots
+
     parts = [Path(d).resolve().parts for d in run_dirs]
     if len(set(parts)) < len(parts):
         raise ValueError("a run directory is given twice; expected each once.")
@@ -75,6 +74,10 @@ def run_label(name, recipe):
 
 
 def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
+    from training import plots, runs, scoring
+    from training.analysis import surprisal
+    from zoo.checks import check_number
+
     check_number("--fraction", fraction, 0, 1, low_open=True)
     loaded = [runs.load_run(d) for d in run_dirs]
     for run_dir, run in zip(run_dirs, loaded, strict=True):
@@ -129,6 +132,9 @@ def analyze_pabs(run_dirs, out, init=False, across=False):
     `NAME@init` or `A@init / B@init` and drawn dashed on the same picture.
     `pabs-summary.csv` has each set's angles pooled (`pabs.summary`).
     """
+    from training import plots, runs
+    from training.analysis import pabs
+
     names = run_names(run_dirs)
     if across and len(names) < 2:
         raise ValueError(
@@ -178,6 +184,8 @@ def analyze_pabs(run_dirs, out, init=False, across=False):
 
 def pabs_lines(angles):
     """What `pabs` prints: each pair's range and median, then each set's."""
+    from training.analysis import pabs
+
     lines = []
     for key, results in angles.items():
         for a in results:
@@ -197,6 +205,10 @@ def pabs_lines(angles):
 
 
 def analyze_routing(run_dirs, out, split, texts=(), samples=4):
+    from training import plots, runs
+    from training.analysis import routing
+    from zoo.checks import check_positive_int
+
     check_positive_int("--samples", samples)
     computed = []
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
@@ -236,6 +248,10 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
 
 
 def analyze_stack(run_dirs, out, split, texts=(), samples=3):
+    from training import plots, runs
+    from training.analysis import stack_actions
+    from zoo.checks import check_positive_int
+
     check_positive_int("--samples", samples)
     computed = []
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
@@ -289,6 +305,9 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
 
 
 def analyze_ldpa(run_dirs, out, split):
+    from training import plots, runs
+    from training.analysis import ldpa
+
     metrics = {}
     for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
         run = runs.load_run(run_dir)
@@ -304,6 +323,9 @@ def analyze_ldpa(run_dirs, out, split):
 def analyze_curves(run_dirs, out, column="val_wcpa"):
     """Writes `curves.png` and `curves.csv`; returns the curves and the
     folders whose log has no `column` (left out; an error if all are)."""
+    from training import plots
+    from training.analysis import curves
+
     found, lacking = curves.read_curves(run_dirs, run_names(run_dirs), column)
     if not found:
         listed = ", ".join(map(str, lacking))
@@ -319,12 +341,25 @@ def analyze_curves(run_dirs, out, column="val_wcpa"):
     return found, lacking
 
 
+EXAMPLES = (
+    (
+        "python -m training.analyze pabs runs/so_dyck --init --out analysis/pabs",
+        "principal angles of a second-order LSTM run, trained and at initialization",
+    ),
+    (
+        "python -m training.analyze curves results/so_dyck/*/seed-0 --out "
+        "analysis/curves",
+        "validation WCPA per epoch of recorded runs (loads no model)",
+    ),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.analyze",
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="\n".join(__doc__.splitlines()[3:]),
+    parser = command_line.parser(
+        "python -m training.analyze",
+        __doc__,
+        EXAMPLES,
+        notes="\n".join(__doc__.splitlines()[4:]).rstrip(),
     )
     parser.add_argument("what", choices=ANALYSES)
     parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -359,6 +394,10 @@ def main(argv=None):
             raise ValueError(
                 f"{option} is an option of pabs; received it with {args.what}."
             )
+        if args.what != "curves":  # the only analysis that loads no model
+            command_line.start_tensorflow()
+        from training import plots
+
         plots.check_out_dir(out)  # created once the input has passed its checks
         if args.what == "surprisal":
             result = analyze_surprisal(args.run_dirs, out, args.split, args.fraction)

@@ -22,9 +22,10 @@ import sys
 from pathlib import Path
 
 DEFAULT = "tensorflow"
-# Backends this project trains on, and the extra that installs each.
+# Backends this project trains on, and the extra that installs each backend's
+# package (torch's runs the zoo's cells and builders; docs/cells.md, "Backends").
 SUPPORTED = ("tensorflow", "jax")
-EXTRAS = {"jax": "jax"}
+EXTRAS = {"jax": "jax", "torch": "torch"}
 
 
 class BackendUnavailable(ImportError):

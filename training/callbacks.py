@@ -6,6 +6,7 @@ import math
 import numbers
 import os
 import secrets
+import shutil
 from pathlib import Path
 
 import h5py
@@ -13,6 +14,7 @@ import keras
 import numpy as np
 
 import zoo
+from zoo import keras_compat
 from zoo.cells.second_order import second_order_cells
 from zoo.checks import check_number, check_positive_int
 from zoo.walk import walk_layers
@@ -35,19 +37,19 @@ class ResetStatesEachEpoch(keras.callbacks.Callback):
         self.every = every
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._reset()
+        self._reset_states()
 
     def on_train_batch_begin(self, batch, logs=None):
         if self.every is not None and batch > 0 and batch % self.every == 0:
-            self._reset()
+            self._reset_states()
 
     def on_test_begin(self, logs=None):
-        self._reset()
+        self._reset_states()
 
     def on_test_end(self, logs=None):
-        self._reset()
+        self._reset_states()
 
-    def _reset(self):
+    def _reset_states(self):
         # On JAX, `fit` keeps the state outside the variables between steps
         # (`zoo.carry_state_on_jax`): write it back first, which also makes
         # the next step read the variables again, reset here.
@@ -309,18 +311,21 @@ def seed_generators(model):
     """
     found = {}
     for layer in walk_layers(model, include_self=True):
-        for generator in layer._seed_generators:
-            # On JAX, recurrent state is listed there too (`zoo.carry_state_on_jax`).
-            if isinstance(generator, keras.random.SeedGenerator):
-                found.setdefault(id(generator), generator)
+        for generator in keras_compat.seed_generators(layer):
+            found.setdefault(id(generator), generator)
     return list(found.values())
 
 
-class RunBackup(keras.callbacks.BackupAndRestore):
-    """`BackupAndRestore` that resumes exactly where an uninterrupted run would be.
+class RunBackup(keras.callbacks.Callback):
+    """A `BackupAndRestore` that resumes exactly where an uninterrupted run would be.
 
-    Keras's backup keeps the weights, optimizer and epoch; this one also keeps
-    the state of the other callbacks (`ModelCheckpoint`'s best value,
+    As Keras's callback does, it restores the last backup when training
+    begins (`model.fit` then resumes after its epoch:
+    `zoo.keras_compat.set_initial_epoch`), backs up at each epoch end and
+    deletes the folder when training ends; it is written on `Callback`'s
+    public hooks, not on `BackupAndRestore`'s private ones. Keras's backup
+    keeps the weights, optimizer and epoch; this one also keeps the state of
+    the other callbacks (`ModelCheckpoint`'s best value,
     `EarlyStopping`'s and `ReduceLROnPlateau`'s counters, `CALLBACK_STATE`),
     the state of every seed generator of the model (`seed_generators`: the
     resumed run draws the dropout masks and noise the uninterrupted one
@@ -343,7 +348,8 @@ class RunBackup(keras.callbacks.BackupAndRestore):
     METADATA = "training_metadata.json"  # Keras's name for it
 
     def __init__(self, backup_dir, log_path=None, facts=None):
-        super().__init__(str(backup_dir))
+        super().__init__()
+        self.backup_dir = str(backup_dir)
         self.log_path = None if log_path is None else Path(log_path)
         self.facts = dict(facts or {})
         self.tracked = []
@@ -388,10 +394,21 @@ class RunBackup(keras.callbacks.BackupAndRestore):
             )
         return metadata
 
-    def _save_model(self):
+    def on_train_begin(self, logs=None):
+        self._restore()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._back_up(epoch + 1)
+
+    def on_train_end(self, logs=None):
+        if Path(self.backup_dir).exists():
+            shutil.rmtree(self.backup_dir)
+
+    def _back_up(self, epoch):
+        """Commits the backup of the model after `epoch` epochs."""
         folder = Path(self.backup_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        weights = folder / f"epoch-{self._current_epoch}.weights.h5"
+        weights = folder / f"epoch-{epoch}.weights.h5"
         partial = folder / "partial.weights.h5"
         self.model.save_weights(str(partial), overwrite=True)
         os.replace(partial, weights)
@@ -399,8 +416,8 @@ class RunBackup(keras.callbacks.BackupAndRestore):
         if self.log_path is not None and self.log_path.exists():
             log_size = self.log_path.stat().st_size
         metadata = {
-            "epoch": self._current_epoch,
-            "batch": self._last_batch_seen,
+            "epoch": epoch,
+            "batch": 0,  # Keras's field: the batch of the epoch, 0 at its end
             "weights": weights.name,
             "callbacks": [_state_of(callback) for callback in self.tracked],
             "seed_generators": [
@@ -410,12 +427,12 @@ class RunBackup(keras.callbacks.BackupAndRestore):
             "log_size": log_size,
             "facts": self.facts,
         }
-        write_atomically(self._training_metadata_path, json.dumps(metadata))
+        write_atomically(folder / self.METADATA, json.dumps(metadata))
         for old in folder.glob("epoch-*.weights.h5"):
             if old != weights:
                 old.unlink()
 
-    def _load_model(self):
+    def _restore(self):
         metadata = self.read_metadata(self.backup_dir)
         if metadata is None:
             return
@@ -431,7 +448,7 @@ class RunBackup(keras.callbacks.BackupAndRestore):
                 f"Backup weights {str(weights)!r} cannot be read ({reason}); "
                 f"expected an HDF5 file (delete {self.backup_dir!r} to start afresh)."
             ) from None
-        self.model._initial_epoch = metadata["epoch"]
+        keras_compat.set_initial_epoch(self.model, metadata["epoch"])
         states = metadata.get("callbacks") or []
         if len(states) != len(self.tracked):
             raise ValueError(
@@ -448,7 +465,7 @@ class RunBackup(keras.callbacks.BackupAndRestore):
             ]
             if set(state) != set(names) or not all(map(math.isfinite, counters)):
                 raise backup_field_error(
-                    self._training_metadata_path,
+                    Path(self.backup_dir) / self.METADATA,
                     f"callbacks[{index}]",
                     state,
                     f"the state of a {type(callback).__name__} ({', '.join(names)})",

@@ -34,6 +34,7 @@ from pathlib import Path
 import keras
 
 import zoo
+from training.task_protocol import TrainableTask
 from zoo.devices import gpu_visible
 from zoo.models import CPU_XLA_LIMIT, CPU_XLA_MAX_UNITS
 
@@ -106,7 +107,7 @@ def choose(setting, units, batch, length):
     return Choice(used, f"auto: on a CPU, units {units} {relation} {CPU_XLA_MAX_UNITS}")
 
 
-def for_task(task):
+def for_task(task: TrainableTask):
     """The `Choice` for a task's training step (`task.train_shape()`)."""
     recipe = task.recipe
     return choose(
@@ -163,7 +164,7 @@ def choose_steps(setting, jit_compile, shape, steps_per_epoch=None, divide=()):
     return Choice(used, f"auto: XLA on a small step, {sizes} <= {CPU_XLA_LIMIT}")
 
 
-def steps_for_task(task, jit_compile):
+def steps_for_task(task: TrainableTask, jit_compile):
     """The `Choice` of the task's `train.steps_per_execution` (`choose_steps`).
 
     `"auto"` is 1 under `train.distribute` other than `"none"` (which

@@ -22,14 +22,11 @@ the static (same segments, no updates) and dynamic numbers and writes them
 to `RUN_DIR/evaluation-SPLIT-dynamic.json`; the saved model never changes.
 """
 
-import argparse
 import math
 import sys
 
-from training import runs
-from training.analysis import dynamic
+from training import command_line
 from training.analysis.loading import check_kind, stream_ids
-from zoo.checks import check_number
 
 DYNAMIC_DEFAULTS = {
     "learning_rate": 1e-3,
@@ -42,6 +39,8 @@ DYNAMIC_DEFAULTS = {
 
 def evaluate_run(run_dir, split="test"):
     """Returns `(task, metrics)` of the run's best model on `split`."""
+    from training import runs
+
     run = runs.load_run(run_dir)
     task = run.task
     if split not in task.splits:
@@ -64,6 +63,10 @@ def evaluate_dynamic(run_dir, split="test", **settings):
     in range, checked before the run is loaded) and the dynamic
     cross-entropy is finite (a `ValueError` otherwise).
     """
+    from training import runs
+    from training.analysis import dynamic
+    from zoo.checks import check_number
+
     unknown = sorted(set(settings) - set(DYNAMIC_DEFAULTS))
     if unknown:
         raise TypeError(f"Unknown dynamic-evaluation settings: {unknown}.")
@@ -134,12 +137,24 @@ def report_dynamic(result, split):
     )
 
 
+EXAMPLES = (
+    (
+        "python -m training.evaluate runs/dyck2_dyck_rnn-small",
+        "the run's metrics on its test split, written to evaluation-test.json",
+    ),
+    (
+        "python -m training.evaluate runs/ptb_char_lstm-small --dynamic --rms",
+        "dynamic evaluation of a language model, RMS-normalised",
+    ),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.evaluate", description=__doc__.splitlines()[0]
+    parser = command_line.parser("python -m training.evaluate", __doc__, EXAMPLES)
+    parser.add_argument("run_dir", help="a run directory, preset:NAME or preset:PATH")
+    parser.add_argument(
+        "--split", default="test", help="one of the task's splits (default: test)"
     )
-    parser.add_argument("run_dir")
-    parser.add_argument("--split", default="test")
     parser.add_argument(
         "--dynamic", action="store_true", help="dynamic evaluation (language models)"
     )
@@ -162,6 +177,7 @@ def main(argv=None):
     if args.rms_segments is not None and not args.rms:
         parser.exit(2, f"{parser.prog}: error: --rms-segments needs --rms.\n")
     try:
+        command_line.start_tensorflow()
         if args.dynamic:
             _, result = evaluate_dynamic(args.run_dir, args.split, **settings)
         else:

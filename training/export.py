@@ -9,26 +9,37 @@ endpoints (`serve`, `serve_text`) and how a process on another Keras
 backend writes it.
 """
 
-import argparse
 import sys
 
-from training.saved_model import export_run, summary
+from training import command_line
+
+EXAMPLES = (
+    (
+        "python -m training.export runs/dyck2_dyck_rnn-small exported/dyck_rnn",
+        "a trained run's SavedModel, for TensorFlow Serving or tf.saved_model.load",
+    ),
+    (
+        "python -m training.export preset:dyck_rnn_m4 exported/dyck_rnn_m4",
+        "a built-in preset's",
+    ),
+)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.export", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("run_dir")
-    parser.add_argument("out_dir")
+    parser = command_line.parser("python -m training.export", __doc__, EXAMPLES)
+    parser.add_argument("run_dir", help="a run directory, preset:NAME or preset:PATH")
+    parser.add_argument("out_dir", help="the SavedModel's folder (new, or an export)")
     args = parser.parse_args(argv)
     try:
-        path = export_run(args.run_dir, args.out_dir)
+        command_line.start_tensorflow()
+        from training import saved_model
+
+        path = saved_model.export_run(args.run_dir, args.out_dir)
     except KeyboardInterrupt:
         parser.exit(130, f"{parser.prog}: interrupted; {args.out_dir} is as it was\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    print(summary(path))
+    print(saved_model.summary(path))
     return 0
 
 

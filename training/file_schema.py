@@ -392,7 +392,7 @@ HOST = Table(
     others=Text(),  # platform, Python and package versions
 )
 
-# A preset's card.json (`training.preset.save_preset`).
+# A preset's card.json (`training.preset_builder.save_preset`).
 PAPER_VALUE = Either(
     Number(),
     Table({"mean": Number(), "best": Number()}, nonempty=True),

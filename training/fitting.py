@@ -21,6 +21,8 @@ from training.callbacks import (
     TemperatureAnnealing,
     close_logs,
 )
+from training.task_protocol import TrainableTask
+from zoo import keras_compat
 
 # `model.fit` arguments that the task's data decide; `fit` refuses them.
 DATA_ARGUMENTS = (
@@ -87,49 +89,6 @@ def is_chief(train):
     return kind == "chief" or (kind == "worker" and index == 0 and not has_chief)
 
 
-class MultiWorkerModel(keras.Model):
-    """A functional model that `model.fit` under `MultiWorkerMirroredStrategy` runs.
-
-    Keras 3.15's trainer fails there in two places (keras-team/keras#20585);
-    each override below works around one and can go when Keras fixes it.
-    `fit` wraps the task's model in it (`MultiWorkerModel(model.inputs,
-    model.outputs)`, sharing the layers and so the weights).
-    """
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # keras-team/keras#20585: Keras passes the whole nested (x, y, weight)
-        # batch of PerReplica values to one `strategy.reduce`, which rejects
-        # it. The build needs only shapes and dtypes: use this worker's first
-        # replica's batch.
-        if iterator is not None:
-            for _, _, batches in iterator:
-                data_batch = keras.tree.map_structure(
-                    self._first_replica, next(batches)
-                )
-                break
-        super()._maybe_symbolic_build(data_batch=data_batch)
-
-    def _first_replica(self, value):
-        if isinstance(value, tf.distribute.DistributedValues):
-            return self.distribute_strategy.experimental_local_results(value)[0]
-        return value
-
-    def train_step(self, data):
-        # keras-team/keras#20585: Keras reduces each step's outputs across
-        # workers with `strategy.reduce("MEAN", value, axis=0)`, which fails on
-        # the scalar loss and metrics ("Invalid reduction dimension 0"). Give
-        # each a leading axis of one; the reduction's mean removes it.
-        return keras.tree.map_structure(_with_replica_axis, super().train_step(data))
-
-    def test_step(self, data):
-        # keras-team/keras#20585: as in `train_step`.
-        return keras.tree.map_structure(_with_replica_axis, super().test_step(data))
-
-
-def _with_replica_axis(value):
-    return tf.reshape(value, [1])
-
-
 def make_optimizer(train, steps_per_epoch):
     """Adam with the recipe's clipping and learning rate (or linear decay).
 
@@ -193,7 +152,7 @@ def schedule_callbacks(train, monitor):
 
 def fit(
     model,
-    task,
+    task: TrainableTask,
     callbacks=(),
     verbose=0,
     jit_compile=None,
@@ -225,14 +184,17 @@ def fit(
     others' state with its backup. With
     `train.distribute` other than `"none"` the model must have been built in
     `distribution_strategy(train).scope()`; it is compiled there (under
-    `"multi_worker"` as a `MultiWorkerModel`) and `model.fit` splits each
-    global batch. With `train.precision="mixed_float16"` the optimizer is
-    wrapped in Keras's `LossScaleOptimizer` (dynamic loss scaling); the model
-    itself is built under the policy by `task.build_model`.
+    `"multi_worker"` as a `zoo.keras_compat.MultiWorkerModel`) and
+    `model.fit` splits each global batch. With
+    `train.precision="mixed_float16"` the optimizer is wrapped in Keras's
+    `LossScaleOptimizer` (dynamic loss scaling); the model itself is built
+    under the policy by `task.build_model`.
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
-        task: A `training.tasks.base.Task`.
+        task: A `training.task_protocol.TrainableTask` (a task of
+            `training.tasks.make_task`); its `train_data` is built once and
+            shared with `compile_mode`.
         callbacks: Callbacks to run first (e.g. the run directory's).
         verbose: `model.fit`'s verbosity. Default: 0 (silent).
         jit_compile: Whether to compile the steps with XLA (a resumed run
@@ -279,7 +241,9 @@ def fit(
         steps_per_epoch = int(train_data.cardinality())
     if train["distribute"] == "multi_worker":  # keras-team/keras#20585
         with strategy.scope():
-            model = MultiWorkerModel(model.inputs, model.outputs, name=model.name)
+            model = keras_compat.MultiWorkerModel(
+                model.inputs, model.outputs, name=model.name
+            )
     with strategy.scope():  # the optimizer's variables live where the model's do
         model = task.training_model(model)
         optimizer = make_optimizer(train, steps_per_epoch)
@@ -391,8 +355,8 @@ def fit_epoch_lengths(model, dataset, epoch_steps, callbacks, strategy, **argume
     # What `model.fit` does after `on_train_begin`: a restored backup names
     # the epoch to resume from. Read once, then cleared, or every later call
     # would start there again.
-    epoch = model._initial_epoch or initial_epoch
-    model._initial_epoch = None
+    epoch = keras_compat.initial_epoch(model) or initial_epoch
+    keras_compat.set_initial_epoch(model, None)
     while epoch < epochs and not model.stop_training:
         steps = steps_of(epoch_steps, epoch)
         stop = epoch + 1

@@ -20,6 +20,9 @@ from pathlib import Path
 
 RECIPE_DIR = Path(__file__).parent / "recipes"
 TABLE_DIR = Path(__file__).parent / "tables"
+# The scales a recipe is read at (`training.recipes.resolve`): here, where a
+# command's parser reads them without importing Keras.
+SCALES = ("small", "paper")
 # The tables of a recipe file that `write_recipe` writes, in order.
 RECIPE_SECTIONS = ("task", "model", "train")
 

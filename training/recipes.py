@@ -19,7 +19,7 @@ from training import recipe_files
 from training.data import corpora, dyck_oracle, languages, recognition
 from zoo.labeling import POOLINGS
 
-SCALES = ("small", "paper")
+SCALES = recipe_files.SCALES
 # The task kinds (`training.tasks.TASKS` has a class for each).
 KINDS = (
     "dyck",

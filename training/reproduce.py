@@ -47,19 +47,11 @@ import dataclasses
 import fcntl
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
-from training import (
-    backends,
-    backfill,
-    recipes,
-    results,
-    runs,
-    table_runs,
-    table_schema,
-)
-from training.callbacks import write_atomically
+from training import backends, command_line, recipe_files
 
 AGGREGATE_LOCK = ".aggregate.lock"
 
@@ -73,6 +65,8 @@ def _shard(text):
 
 def _check_writable(path, option):
     """A folder that is (or can be made) writable, or a one-line `TableError`."""
+    from training import table_schema
+
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise table_schema.TableError(
@@ -97,7 +91,7 @@ def _check_writable(path, option):
 class _Sweep:
     """What a reproduce command will do, found before anything is written."""
 
-    table: table_schema.Table
+    table: object  # a training.table_schema.Table
     out: Path
     results: Path
     seeds: int
@@ -111,6 +105,8 @@ class _Sweep:
 
 def _prepare(args):
     """Every check of a reproduce command, writing nothing."""
+    from training import results, runs, table_runs, table_schema
+
     for name in ("jobs", "threads"):
         if getattr(args, name) < 1:
             raise table_schema.TableError(
@@ -193,6 +189,8 @@ def _prepare(args):
 
 def _record_available(sweep, retrain, report=print):
     """Records what is finished in OUT or recorded by another table."""
+    from training import results, table_runs
+
     index = results.RecordIndex(sweep.results, sweep.backend)
     for run in sweep.candidates:
         if table_runs.finished(run) and table_runs.same_recipe(run):
@@ -215,6 +213,8 @@ def _record_available(sweep, retrain, report=print):
 
 def _sweep(args, sweep, started):
     """Trains what is missing and writes the table; returns the exit status."""
+    from training import results, table_runs
+
     table, out = sweep.table, sweep.out
     for note in sweep.notes:
         print(note)
@@ -276,6 +276,9 @@ def regenerate(document, results_dir):
     Returns:
         The names of the tables regenerated and whether the file changed.
     """
+    from training import results, table_schema
+    from training.callbacks import write_atomically
+
     path = Path(document)
     if not path.is_file():
         raise table_schema.TableError(
@@ -294,9 +297,29 @@ def regenerate(document, results_dir):
     return names, updated != text
 
 
+EXAMPLES = (
+    (
+        "python -m training.reproduce mm_dyck --seeds 3 --jobs 2",
+        "the table mm_dyck over 3 seeds, two trainings at a time",
+    ),
+    (
+        "python -m training.reproduce --report",
+        "REPRODUCTION.md's table sections again from the records in results/",
+    ),
+)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.reproduce", description=__doc__.splitlines()[0]
+    parser = command_line.parser(
+        "python -m training.reproduce",
+        __doc__,
+        EXAMPLES,
+        notes=textwrap.fill(
+            "tables (training/tables/NAME.toml): "
+            + ", ".join(recipe_files.available(recipe_files.TABLE_DIR)),
+            79,
+            subsequent_indent="  ",
+        ),
     )
     parser.add_argument(
         "table", nargs="?", help="a table in training/tables or a .toml path"
@@ -338,6 +361,14 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     started = time.time()
+    if args.table is not None and args.report is None and not args.backfill:
+        try:  # an unknown table is refused before Keras is imported (seconds)
+            recipe_files.find(args.table, recipe_files.TABLE_DIR, "table", ValueError)
+        except ValueError as error:
+            parser.exit(2, f"{parser.prog}: error: {error}\n")
+    command_line.start_tensorflow()
+    from training import backfill, recipes, results, runs, table_schema
+
     try:
         if args.backfill:
             if args.table is not None or args.report is not None:

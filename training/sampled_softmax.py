@@ -166,18 +166,19 @@ def decoder_of(model):
     """The `Decoder` of a `zoo.language_model`: what it reads, its layer, tied or not.
 
     The untied decoder is the `Dense` layer `"logits"`; a tied one is the
-    embedding called in reverse before the `"float32_logits"` cast. Anything
-    else is a one-line `ValueError`.
+    layer `"embedding"` called in reverse before the `"float32_logits"`
+    cast, on the output of the layer before the cast in `model.layers` (a
+    language model is a chain, and a layer called twice, as the tied
+    embedding is, is listed where it is first called). Anything else is a
+    one-line `ValueError`.
     """
-    names = {layer.name for layer in model.layers}
+    names = [layer.name for layer in model.layers]
     if "logits" in names:
         layer = model.get_layer("logits")
         return Decoder(layer.input, layer, tied=False)
-    if "float32_logits" in names:
-        logits = model.get_layer("float32_logits").input
-        layer, node_index, _ = logits._keras_history  # the embedding, reversed
-        node = layer._inbound_nodes[node_index]
-        return Decoder(node.input_tensors[0], layer, tied=True)
+    if "float32_logits" in names and "embedding" in names:
+        before = model.layers[names.index("float32_logits") - 1]
+        return Decoder(before.output, model.get_layer("embedding"), tied=True)
     raise ValueError(
         f"A sampled softmax trains a language model's decoder; expected a "
         f"zoo.language_model (a 'logits' or 'float32_logits' layer), received "
@@ -189,7 +190,7 @@ class SampledSoftmaxModel(keras.Model):
     """A language model trained with a sampled softmax, evaluated with the full one.
 
     A functional model on the language model's own layers and weights (as
-    `training.fitting.MultiWorkerModel` is), so `fit` trains the language
+    `zoo.keras_compat.MultiWorkerModel` is), so `fit` trains the language
     model itself and weight files keep its layout. In training (`call` with
     `training=True`) it stops at the decoder's input, and `compute_loss`
     is the mean `sampled_softmax_loss` over the tokens with the

@@ -1,9 +1,9 @@
 """A trained run as a SavedModel for inference (`export_run`).
 
 `python -m training.export RUN_DIR OUT_DIR` and `python -m training.train`
-write it. The SavedModel has two endpoints and needs only `tensorflow` and
-`tensorflow_text` to load (`import tensorflow_text` registers the
-tokenizer's ops):
+write it. The SavedModel needs only `tensorflow` to load (an export from
+before issue 44 also `import tensorflow_text`, which registers the ops of
+its tokenizer). Its endpoints:
 
 - `serve(token_ids)`: int32 `(batch, time)` -> the model's output: logits
   `(batch, time, vocab)` for a language model, the dict `next_symbol` /
@@ -13,9 +13,12 @@ tokenizer's ops):
   Ids outside `[0, vocabulary size)` are refused (`InvalidArgumentError`
   saying so; an embedding lookup would wrap a negative id around, and a GPU
   gives zeros for one too large); `time` 0 gives outputs with 0 steps.
-- `serve_text(texts)`: a batch of strings, tokenized inside the graph with the
-  run's vocabulary (tokens separated by spaces for Dyck and recognition
-  runs, e.g. `"(a (b b) a)"`), -> a dict with `log_probabilities`
+- `serve_text(texts)`: a batch of strings of natural text, written in the
+  conventions of the run's vocabulary (`zoo.text_conventions`: PTB's
+  characters are `t h e _ c a t`; the Dyck and recognition tasks' brackets
+  stay tokens separated by spaces, `"(a (b b) a)"`) and tokenized inside the
+  graph (`zoo.tokenizer.Tokenizer.id_tensor`), -> a dict with
+  `log_probabilities`
   `(batch, time, vocab)` (next-token log-probabilities; the text is read
   after the task's start token when it has one, so position 0 predicts the
   first token), `log_likelihood` `(batch,)` (of each whole string) and
@@ -24,10 +27,12 @@ tokenizer's ops):
   `closing_log_probabilities` `(batch, time, k)` instead of the first two.
   A tagger gives `labels` `(batch, time)` (the arg-max class of each token,
   -1 past a string's end) and `probabilities` `(batch, time, classes)`; a
-  classifier `label` `(batch,)` and `probabilities` `(batch, classes)`. A
-  task that normalizes raw text (the acceptability task: lower case,
-  punctuation split off) does it inside the graph first, so `serve_text`
-  takes sentences as written.
+  classifier `label` `(batch,)` and `probabilities` `(batch, classes)`.
+  A token the vocabulary lacks fails the call with an
+  `InvalidArgumentError` whose message names it (the tokenizer's
+  `unknown_message`).
+- `serve_text_unk(texts)`, where the vocabulary has an unknown token: the
+  same, reading the tokens it lacks as `<unk>`.
 
 The model is rebuilt in float32 whatever the run's `train.precision` (its
 weights are float32 in every policy), so the export computes and serves
@@ -54,46 +59,45 @@ import keras
 import tensorflow as tf
 
 from training import backends, run_dirs, runs
-from training.data.tokenize import Tokenizer
+
+UNK_HINT = "serve_text_unk reads them as <unk>"  # what an unknown token's error adds
 
 
 class TextScorer(tf.Module):
     """Tokenizes a batch of strings and runs the model on them.
 
-    The ids of each string are read after `start_id` when there is one. What
-    comes back depends on the model's `head`: a language model (or the
-    next-symbol head of a recognizer) gives `log_probabilities` and
-    `log_likelihood`; a recognizer adds `accept`, the probability that each
-    whole string is in the language; the Dyck-RNN gives
-    `closing_log_probabilities` over the k closing brackets; a tagger and a
-    classifier give their labels and probabilities (`_labels`). With
-    `normalize` (TensorFlow ops, string tensor to string tensor) the texts
-    go through it before they are tokenized.
+    `tokenizer` (a `zoo.tokenizer.Tokenizer`) writes each string in its
+    vocabulary's conventions and reads it as lines, each ending with the
+    end-of-line token where the vocabulary has one; a token it lacks fails
+    the call, or with `on_unknown="unk"` is read as `<unk>`. The ids of each
+    string are read after `start_id` when there is one. What comes back
+    depends on the model's `head`: a language model (or the next-symbol head
+    of a recognizer) gives `log_probabilities` and `log_likelihood`; a
+    recognizer adds `accept`, the probability that each whole string is in
+    the language; the Dyck-RNN gives `closing_log_probabilities` over the k
+    closing brackets; a tagger and a classifier give their labels and
+    probabilities (`_labels`).
     """
 
     def __init__(
-        self, model, vocabulary, start_id=None, head="language_model", normalize=None
+        self, model, tokenizer, start_id=None, head="language_model", on_unknown="error"
     ):
         super().__init__()
         self.model = model
-        self.tokenizer = Tokenizer(vocabulary)
+        self.tokenizer = tokenizer
         self.start_id = start_id
         self.head = head
-        self.normalize = normalize
+        self.on_unknown = on_unknown
 
     def __call__(self, texts):
-        # One empty string more, dropped at the end: `tf.map_fn` cannot stack
-        # the ragged results of an empty batch.
+        # One empty string more, dropped at the end: the ragged results of an
+        # empty batch have no rows to stack.
         results = self._score(tf.concat([texts, [""]], axis=0))
         return {name: value[:-1] for name, value in results.items()}
 
     def _score(self, texts):
-        if self.normalize is not None:
-            texts = self.normalize(texts)
-        ids = tf.map_fn(
-            self.tokenizer,
-            texts,
-            fn_output_signature=tf.RaggedTensorSpec([None], tf.int32),
+        ids = self.tokenizer.id_tensor(
+            texts, self.on_unknown, end_lines=True, hint=UNK_HINT
         )  # ragged [batch, tokens]
         lengths = ids.row_lengths()
         if self.head in ("tagger", "classifier"):
@@ -167,28 +171,31 @@ def serve_ids(model, token_ids, vocab_size):
     )
 
 
-def export_model(
-    model, vocabulary, path, start_id=None, head="language_model", normalize=None
-):
+def export_model(model, tokenizer, path, start_id=None, head="language_model"):
     """Writes `model` with the `serve` and `serve_text` endpoints to `path`.
 
-    `start_id`, `head` and `normalize` are `TextScorer`'s (a task's
-    `start_id`, `head` and `text_normalizer`).
+    `tokenizer` is a `zoo.tokenizer.Tokenizer` (a task's `tokenizer()`);
+    `start_id` and `head` are the task's (`TextScorer`). Where the
+    vocabulary has an unknown token, `serve_text_unk` reads the tokens it
+    lacks as that token.
     """
-    scorer = TextScorer(model, vocabulary, start_id, head, normalize)
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.track(scorer.tokenizer)
+    archive.track(tokenizer)
     archive.add_endpoint(
         "serve",
-        lambda token_ids: serve_ids(model, token_ids, len(vocabulary)),
+        lambda token_ids: serve_ids(model, token_ids, tokenizer.vocabulary_size()),
         input_signature=[tf.TensorSpec([None, None], tf.int32, name="token_ids")],
     )
-    archive.add_endpoint(
-        "serve_text",
-        scorer,
-        input_signature=[tf.TensorSpec([None], tf.string, name="texts")],
-    )
+    endpoints = {"serve_text": "error"}
+    if tokenizer.unk_token is not None:
+        endpoints["serve_text_unk"] = "unk"
+    for name, on_unknown in endpoints.items():
+        archive.add_endpoint(
+            name,
+            TextScorer(model, tokenizer, start_id, head, on_unknown),
+            input_signature=[tf.TensorSpec([None], tf.string, name="texts")],
+        )
     archive.write_out(str(path), verbose=False)
     return Path(path)
 
@@ -227,11 +234,10 @@ def export_run(run_dir, out_dir):
     try:
         export_model(
             run.model,
-            run.vocabulary,
+            run.task.tokenizer(),
             partial,
             start_id=run.task.start_id,
             head=run.task.head,
-            normalize=run.task.text_normalizer,
         )
         marker = {"run_dir": str(source), "backend": "tensorflow"}
         runs.write_json(partial / MARKER, marker)
@@ -256,7 +262,6 @@ def export_in_tensorflow(run_dir, out_dir):
     """
     command = [sys.executable, "-m", "training.export", str(run_dir), str(out_dir)]
     environment = {**os.environ, "KERAS_BACKEND": "tensorflow"}
-    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     done = subprocess.run(
         command, env=environment, capture_output=True, text=True, check=False
     )

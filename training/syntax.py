@@ -8,7 +8,7 @@ sentence the higher log-likelihood (Marvin & Linzen 2018), per category,
 per test set and per condition, with the out-of-vocabulary counts (OOV words
 are scored as `<unk>`; see `training.analysis.targeted_syntax`). Both
 sentences of a pair are first written in the spelling conventions of the
-corpus the run was trained on (`training.data.conventions`; recorded in its
+corpus the run was trained on (`zoo.text_conventions`; recorded in its
 `vocabulary.json`, or for an older run derived from its recipe's corpus),
 so a suite written with case and punctuation reads on a PTB or WikiText
 vocabulary. The report names the conventions and counts the pairs scored,
@@ -19,20 +19,31 @@ the suite's order, for a quick look (the full Marvin & Linzen suite is
 179,732 pairs).
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from training import plots, runs
-from training.analysis import targeted_syntax
+from training import command_line
 from training.analysis.loading import check_kind
-from training.data import minimal_pairs
 
 MARVIN_LINZEN = "marvin-linzen"
+EXAMPLES = (
+    (
+        "python -m training.syntax runs/ptb_word_lstm-small --every 100",
+        "every 100th pair of Marvin & Linzen's suite, into "
+        "runs/ptb_word_lstm-small/syntax-marvin-linzen/",
+    ),
+    (
+        "python -m training.syntax runs/ptb_word_lstm-small --suite pairs.jsonl "
+        "--out syntax/",
+        "your own minimal pairs (sentence_good/sentence_bad lines)",
+    ),
+)
 
 
 def load_suite(suite, data_dir=None):
     """The pairs of `--suite`: the Marvin & Linzen sets or a JSON Lines file."""
+    from training.data import minimal_pairs
+
     if suite == MARVIN_LINZEN:
         return minimal_pairs.load_marvin_linzen(data_dir)
     return minimal_pairs.load_jsonl(suite)
@@ -45,6 +56,9 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
     options, the run, the suite, and that at least half of the pairs can be
     scored: `training.analysis.targeted_syntax.check_scored`).
     """
+    from training import plots, runs
+    from training.analysis import targeted_syntax
+
     if every < 1:
         raise ValueError(f"--every must be at least 1; received {every!r}.")
     name = MARVIN_LINZEN if suite == MARVIN_LINZEN else Path(suite).stem
@@ -73,6 +87,8 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
 
 
 def report(result):
+    from training.analysis import targeted_syntax
+
     overall = result["overall"]
     reasons = targeted_syntax.skip_reasons(result)
     lines = [
@@ -104,10 +120,8 @@ def report(result):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m training.syntax", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("run_dir")
+    parser = command_line.parser("python -m training.syntax", __doc__, EXAMPLES)
+    parser.add_argument("run_dir", help="a word-level language model's run")
     parser.add_argument(
         "--suite",
         default=MARVIN_LINZEN,
@@ -121,6 +135,7 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     try:
+        command_line.start_tensorflow()
         result, out = evaluate_syntax(
             args.run_dir, args.suite, args.data_dir, args.out, args.every
         )

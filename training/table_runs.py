@@ -229,7 +229,6 @@ class Job:
             "TF_NUM_INTRAOP_THREADS": str(threads),
             "TF_NUM_INTEROP_THREADS": str(threads),
             "OMP_NUM_THREADS": str(threads),
-            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
             "KERAS_BACKEND": backend,
         }
         _settle(run, locked=True)  # before anything here is written

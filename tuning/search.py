@@ -33,18 +33,14 @@ writes the summary, best recipe and record (at the end only), each worker
 runs trials.
 """
 
-import argparse
+import functools
 import json
 import os
 import sys
 from pathlib import Path
 
-import keras_tuner
-
-from training import file_schema, plots, recipes
-from training.callbacks import write_atomically
+from training import command_line, recipe_files
 from training.recipe_files import write_recipe
-from tuning.hypermodels import RecurrentHyperModel
 
 
 class _AfterTrial:
@@ -62,14 +58,23 @@ class _AfterTrial:
             self.after_trial(self)
 
 
-TUNERS = {
-    name: type(tuner.__name__, (_AfterTrial, tuner), {})
-    for name, tuner in (
-        ("random", keras_tuner.RandomSearch),
-        ("bayesian", keras_tuner.BayesianOptimization),
-        ("hyperband", keras_tuner.Hyperband),
-    )
-}
+# Keras Tuner's tuners by name (`--tuner`); `tuner_class` makes each.
+TUNER_NAMES = ("random", "bayesian", "hyperband")
+
+
+@functools.cache
+def tuner_class(name):
+    """Keras Tuner's tuner `name` with the `after_trial` hook of `_AfterTrial`."""
+    import keras_tuner
+
+    tuner = {
+        "random": keras_tuner.RandomSearch,
+        "bayesian": keras_tuner.BayesianOptimization,
+        "hyperband": keras_tuner.Hyperband,
+    }[name]
+    return type(tuner.__name__, (_AfterTrial, tuner), {})
+
+
 BEST_RECIPE, SUMMARY, TRIALS = "best_recipe.toml", "summary.txt", "trials.json"
 # Written into every project of `main`: its settings, which mark the folder as
 # a search of ours (only such a folder is deleted by --overwrite) and which a
@@ -104,9 +109,9 @@ def make_tuner(
     `seed` defaults to the recipe's `train.seed`. `after_trial(tuner)`, if
     given, runs after each trial, once Keras Tuner has saved its state.
     """
-    if tuner not in TUNERS:
+    if tuner not in TUNER_NAMES:
         raise ValueError(
-            f"Unknown tuner {tuner!r}; expected one of: {', '.join(TUNERS)}."
+            f"Unknown tuner {tuner!r}; expected one of: {', '.join(TUNER_NAMES)}."
         )
     if max_trials is not None:
         max_trials = int(max_trials)
@@ -128,14 +133,15 @@ def make_tuner(
         after_trial=after_trial,
     )
     if tuner == "hyperband":
-        instance = TUNERS["hyperband"](
+        instance = tuner_class("hyperband")(
             hypermodel, max_epochs=train["epochs"], **options
         )
+        from zoo import keras_compat
+
         # The chief's oracle decides; a worker's is a client of it.
-        oracle = getattr(instance.oracle, "_oracle", instance.oracle)
-        oracle.max_trials = max_trials
+        keras_compat.chief_oracle(instance.oracle).max_trials = max_trials
         return instance
-    return TUNERS[tuner](hypermodel, max_trials=max_trials, **options)
+    return tuner_class(tuner)(hypermodel, max_trials=max_trials, **options)
 
 
 def _format(value):
@@ -250,14 +256,27 @@ def parse_options(texts):
     return options, recipe_keys
 
 
+EXAMPLES = (
+    (
+        "python -m tuning.search --recipe dyck2_mlstm --cells mlstm,mmlstm "
+        "--max-trials 4 train.epochs=3",
+        "four trials over two cells, into runs/tuning/dyck2_mlstm-small (the same "
+        "command resumes)",
+    ),
+    (
+        "python -m tuning.search --recipe dyck2_mlstm --cells mlstm,mmlstm "
+        "--option num_choices=2,4 --param-budget 10000 --project-name dyck2-10k",
+        "every model at 10,000 parameters (within 5%), num_choices searched too",
+    ),
+)
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="python -m tuning.search", description=__doc__.splitlines()[0]
-    )
+    parser = command_line.parser("python -m tuning.search", __doc__, EXAMPLES)
     parser.add_argument("--recipe", required=True, help="recipe name or .toml path")
     parser.add_argument("overrides", nargs="*", metavar="section.key=value")
-    parser.add_argument("--scale", default="small", choices=recipes.SCALES)
-    parser.add_argument("--tuner", default="random", choices=list(TUNERS))
+    parser.add_argument("--scale", default="small", choices=recipe_files.SCALES)
+    parser.add_argument("--tuner", default="random", choices=TUNER_NAMES)
     parser.add_argument("--max-trials", type=int, default=10)
     parser.add_argument(
         "--param-budget",
@@ -336,6 +355,8 @@ def search_settings(args, recipe, hypermodel):
 def _read_settings(marker):
     """The settings a search wrote to `marker`; a one-line `ValueError` if
     they are not valid JSON."""
+    from training import file_schema
+
     try:
         saved = json.loads(marker.read_text())
     except (ValueError, UnicodeDecodeError):
@@ -423,6 +444,8 @@ def tuner_state_files(folder):
 
 
 def _copy_files(source, target, relatives):
+    from training.callbacks import write_atomically
+
     for relative in relatives:
         (target / relative).parent.mkdir(parents=True, exist_ok=True)
         write_atomically(target / relative, (source / relative).read_text())
@@ -438,6 +461,8 @@ def record(project_dir, folder):
     recipe yet, a trial of a search since overwritten) is removed from
     `folder`. The trials are written before the oracle that lists them.
     """
+    from training.callbacks import write_atomically
+
     if folder is None:
         return
     folder = Path(folder)
@@ -544,6 +569,14 @@ def main(argv=None):
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     project_name = args.project_name or f"{Path(args.recipe).stem}-{args.scale}"
+    try:  # an unknown recipe is refused before Keras is imported (seconds)
+        recipe_files.find(args.recipe, recipe_files.RECIPE_DIR, "recipe", ValueError)
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    command_line.start_tensorflow()
+    from training import plots, recipes
+    from tuning.hypermodels import RecurrentHyperModel
+
     try:
         plots.check_out_dir(args.directory, "--directory")  # not a file
         recipe = recipes.resolve(args.recipe, args.scale, args.overrides)

@@ -119,15 +119,18 @@ class IndependentWeights:
     within its layer.
     """
 
+    _layer_seed = None  # drawn by `layer_seed`, or the owner's (`build_part`)
+    _weight_scope = ""  # the layers above within the owner (`build_part`)
+
     def layer_seed(self):
         """The layer's seed: its owner's, else one draw from NumPy's generator."""
-        if getattr(self, "_layer_seed", None) is None:
+        if self._layer_seed is None:
             self._layer_seed = draw_seed()
         return self._layer_seed
 
     def weight_path(self, name):
         """Returns `name` under the layer's place in its owner (`stack/name`)."""
-        return getattr(self, "_weight_scope", "") + name
+        return self._weight_scope + name
 
     def seeded_initializer(self, initializer, name):
         """Returns `initializer` drawing from the seed of the weight `name`."""

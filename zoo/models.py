@@ -13,6 +13,7 @@ stack actions of a recognizer built on a stack cell.
 import keras
 from keras import ops
 
+from zoo import keras_compat
 from zoo.cells.diffstk_jax import carry_noise_key_on_jax
 from zoo.cells.stack_cell import trace_stack
 from zoo.checks import check_number, check_positive_int
@@ -93,13 +94,6 @@ def reset_states(model):
             layer.reset_state()
 
 
-class _CarriedState:
-    """Holds one recurrent state variable where Keras looks for seed state."""
-
-    def __init__(self, variable):
-        self.state = variable
-
-
 def carry_state_on_jax(model):
     """Makes compiled steps on JAX carry `model`'s stateful recurrent state.
 
@@ -110,11 +104,12 @@ def carry_state_on_jax(model):
     functions of the variables Keras passes in, so `fit`, `evaluate` and
     `predict` read a stateful layer's state as the constant it was when the
     step was traced (zeros) and drop its update: every batch starts from zero.
-    Each state variable is listed where Keras lists seed-generator state:
-    among the layer's `variables` (and so passed through every step), not its
-    `weights` (so `get_weights`, `.keras` files and checkpoints are those of
-    the stateless model). Nothing changes on other backends. Can go when
-    Keras tracks RNN state itself (no upstream issue found as of 2026-10).
+    Each state variable is listed where Keras lists seed-generator state
+    (`keras_compat.carry_variable`): among the layer's `variables` (and so
+    passed through every step), not its `weights` (so `get_weights`, `.keras`
+    files and checkpoints are those of the stateless model). Nothing changes
+    on other backends. Can go when Keras tracks RNN state itself (no upstream
+    issue found as of 2026-10).
     """
     if keras.backend.backend() != "jax":
         return model
@@ -126,10 +121,8 @@ def carry_state_on_jax(model):
         )
         if not states:
             continue
-        carried = {id(c.state) for c in layer._seed_generators}
         for variable in keras.tree.flatten(states):
-            if id(variable) not in carried:
-                layer._seed_generators.append(_CarriedState(variable))
+            keras_compat.carry_variable(layer, variable)
     return model
 
 

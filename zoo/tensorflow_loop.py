@@ -32,6 +32,8 @@ import inspect
 import keras
 from keras import tree
 
+from zoo import keras_compat
+
 
 def tensorflow_loop(layer):
     """Gives `layer` (a `keras.layers.RNN`) the loop above on TensorFlow.
@@ -40,17 +42,16 @@ def tensorflow_loop(layer):
     sequence layer), it is unchanged.
     """
     if keras.backend.backend() == "tensorflow" and isinstance(layer, keras.layers.RNN):
-        layer.inner_loop = functools.partial(_inner_loop, layer)
+        keras_compat.replace_rnn_loop(layer, _inner_loop)
     return layer
 
 
 def _inner_loop(layer, sequences, initial_state, mask, training=False):
-    # Keras 3.15 has no public way to ask for an enclosing StatelessScope
-    # (`model.stateless_call`, a symbolic build), whose mapping the weights
-    # read here would bypass.
-    in_stateless_scope = keras.src.backend.in_stateless_scope()
+    # An enclosing StatelessScope (`model.stateless_call`, a symbolic build)
+    # maps the variables; the weights read here would bypass its mapping.
+    in_stateless_scope = keras_compat.in_stateless_scope()
     if layer.unroll or tree.is_nested(sequences) or in_stateless_scope:
-        return keras.layers.RNN.inner_loop(
+        return keras_compat.keras_rnn_loop(
             layer, sequences, initial_state, mask, training
         )
     cell = layer.cell
@@ -111,7 +112,7 @@ def rnn(
 ):
     """Keras's `backend.rnn` on TensorFlow for batch-major, unnested inputs.
 
-    The same contract as `keras.src.backend.tensorflow.rnn.rnn` (with
+    The same contract as Keras's TensorFlow `backend.rnn` (with
     `unroll=False`, `time_major=False`, no constants): returns
     `(last_output, outputs, new_states)`, masked steps keeping the previous
     states and either the previous or a zero output. Outputs are pushed onto

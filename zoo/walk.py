@@ -1,5 +1,7 @@
 """Walking a model's layers, nested ones included."""
 
+from zoo import keras_compat
+
 
 def walk_layers(model, include_self=False):
     """Yields every layer Keras tracks inside `model`, recursively.
@@ -8,4 +10,4 @@ def walk_layers(model, include_self=False):
     `StackedRNNCells`, and the layers of nested models; `model` itself comes
     first when `include_self`.
     """
-    yield from model._flatten_layers(include_self=include_self, recursive=True)
+    yield from keras_compat.flatten_layers(model, include_self=include_self)

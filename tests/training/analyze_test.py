@@ -93,6 +93,27 @@ def test_pabs_and_routing_of_a_second_order_run(tmp_path, corpus):
     assert any(line.split(",")[2] == "sat" for line in table[1:])
 
 
+def test_routing_reads_text_as_the_run_writes_it_and_refuses_unknown_words(
+    tmp_path, corpus, capsys
+):
+    run = language_model(
+        tmp_path, corpus, "so", "second_order_lstm", options='{"num_cells": 2}'
+    )
+    out = tmp_path / "o"
+    assert (
+        analyze.main(["routing", str(run), "--out", str(out), "--text", "the  dog"])
+        == 0
+    )
+    table = (out / "routing-so.csv").read_text().splitlines()
+    assert {line.split(",")[2] for line in table[1:]} == {"<eos>", "the", "dog"}
+    with pytest.raises(SystemExit) as exit_:
+        analyze.main(["routing", str(run), "--out", str(out), "--text", "the zebra"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert "tokens that are not in the vocabulary of this model: `zebra` (" in error
+
+
 def json_of(value):
     return json.loads(json.dumps(value))
 

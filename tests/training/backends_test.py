@@ -7,10 +7,9 @@ runs them, as `.ci/run` does).
 """
 
 import json
-import os
+import re
 import subprocess
 import sys
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -21,6 +20,8 @@ from tests.readme_test import bash_lines
 from tests.training import jax_runs
 from tests.training.reproduce_test import _metrics, _write_record
 from tests.training.tiny import TINY_TABLE
+from tests.zoo.backend_processes import ROOT, needs, quiet_environment, run_module
+from tests.zoo.backend_runs import stateful_checks
 from training import (
     backends,
     compile_mode,
@@ -35,15 +36,7 @@ from training import (
 )
 from training.saved_model import MARKER
 
-ROOT = Path(__file__).resolve().parents[2]
-needs_jax = pytest.mark.skipif(
-    not backends.is_installed("jax"),
-    reason='jax is not installed: pip install ".[test,jax]" runs the JAX-backend tests',
-)
-
-
-def quiet_environment(**changes):
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **changes}
+needs_jax = needs("jax")
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +46,9 @@ def jax_out(tmp_path_factory):
     # JAX's float64 truncation warning is an error: the runs ask for no float64
     # (`backends.widest_float`), so it would point at the code that did.
     no_float64 = "error:Explicitly requested dtype float64"
-    done = subprocess.run(
-        [sys.executable, "-W", no_float64, "-m", "tests.training.jax_runs", str(out)],
-        cwd=ROOT,
-        env=quiet_environment(KERAS_BACKEND="jax"),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return out, run_module(
+        "jax", "tests.training.jax_runs", out, python_options=("-W", no_float64)
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out, done.stdout
 
 
 @pytest.mark.processes
@@ -110,7 +96,7 @@ def test_stateful_language_model_reads_the_same_on_both_backends(jax_out):
     out, _ = jax_out
     checks = json.loads((out / "checks.json").read_text())
     assert checks == {"carried": True, "reset": True}  # zoo.carry_state_on_jax
-    assert jax_runs.stateful_checks() == checks  # as on TensorFlow
+    assert stateful_checks() == checks  # as on TensorFlow
     on_jax = np.load(out / "jax.npz")
     on_tensorflow = jax_runs.language_model_results(out / "lm" / "run")
     for name, value in on_tensorflow.items():
@@ -167,11 +153,13 @@ def test_a_missing_jax_is_one_line_saying_how_to_install_it(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_a_missing_backend_is_an_import_error_in_a_library(monkeypatch):
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_a_missing_backend_is_an_import_error_in_a_library(backend, monkeypatch):
     monkeypatch.setattr(backends, "is_installed", lambda name: False)
     monkeypatch.setattr(sys, "argv", ["some_script.py"])
-    with pytest.raises(backends.BackendUnavailable, match=r'pip install "rnn-zoo'):
-        backends.require("jax")
+    how = f'"rnn-zoo[{backend}]" (from a checkout: pip install ".[{backend}]")'
+    with pytest.raises(backends.BackendUnavailable, match=re.escape(how) + "$"):
+        backends.require(backend)
 
 
 def test_reproduce_refuses_a_backend_that_is_not_installed(

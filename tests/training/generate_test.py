@@ -4,8 +4,11 @@ import sys
 
 import numpy as np
 import pytest
+from keras import ops
 
-from training.generate import generate, sample_next
+import zoo
+from training import runs
+from training.generate import generate, main, sample_next
 
 
 def test_generation_is_deterministic_for_a_seed(language_model_run, no_data):
@@ -14,7 +17,8 @@ def test_generation_is_deterministic_for_a_seed(language_model_run, no_data):
     again = generate(run, "the cat", 12, temperature=1.5, seed=3)
     other = generate(run, "the cat", 12, temperature=1.5, seed=4)
     assert first == again and first != other
-    assert first.startswith("the cat ") and len(first.split()) == 14
+    tokenizer = runs.load_vocabulary(run).tokenizer()  # <eos> a newline
+    assert first.startswith("the cat") and len(tokenizer(first)) == 14
     greedy = generate(run, "the cat", 5, top_k=1, seed=0)
     assert greedy == generate(run, "the cat", 5, top_k=1, seed=9)
 
@@ -36,7 +40,9 @@ def test_generate_cli_needs_no_data(language_model_run):
         env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith("the cat ") and len(done.stdout.split()) == 6
+    tokenizer = runs.load_vocabulary(language_model_run).tokenizer()
+    text = done.stdout.removesuffix("\n")  # the line print() ends
+    assert text.startswith("the cat") and len(tokenizer(text)) == 6
 
 
 @pytest.mark.parametrize(
@@ -58,3 +64,36 @@ def test_dyck_generation_stops_at_end(dyck_run):
         tokens = generate(dyck_run, "(a", 200, temperature=5.0, seed=seed).split()
         assert "END" in tokens, tokens
         assert tokens.index("END") == len(tokens) - 1, tokens
+
+
+def test_a_character_preset_continues_from_the_prompts_characters():
+    # "The company said" is `t h e _ c o m p a n y _ s a i d` to the PTB
+    # character model, read after <eos>; the greedy continuation is the
+    # model's arg-max after those characters, read back as text.
+    preset = zoo.load_preset("mlstm_ptb_char")
+    tokenizer = preset.tokenizer
+    ids = [tokenizer.eos_id, *tokenizer("The company said")]
+    assert [tokenizer.id_to_token(i) for i in ids[1:]] == list("the_company_said")
+    for _ in range(6):
+        logits = preset.model(np.array([ids], "int32"))[0, -1]
+        ids.append(int(ops.argmax(logits)))
+    continuation = tokenizer.detokenize(ids[17:])
+    greedy = generate("preset:mlstm_ptb_char", "The company said", 6, top_k=1)
+    assert greedy == "The company said" + continuation
+    unknown = generate("preset:mlstm_ptb_char", "xq zzv qqq", 6, top_k=1)
+    assert unknown.removeprefix("xq zzv qqq") != continuation
+
+
+def test_a_prompt_the_vocabulary_cannot_read_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["preset:mlstm_ptb_char", "--prompt", "Café society", "--length", "3"])
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(
+        "python -m training.generate: error: The text has characters that are "
+        "not in the vocabulary of this model: `é` ("
+    )
+    assert captured.err.count("\n") == 1
+    read = generate("preset:mlstm_ptb_char", "Café", 3, on_unknown="unk")
+    assert read.startswith("Café") and len(read) == 7

@@ -11,7 +11,8 @@ TensorFlow in the test process:
   (the tiny stateful truncated-BPTT language model), trained with
   `runs.train_run`;
 - `OUT/checks.json`: whether a stateful model's compiled `predict` carries
-  its state from call to call (and resets), as TensorFlow's does;
+  its state from call to call (and resets), as TensorFlow's does
+  (`tests.zoo.backend_runs.stateful_checks`, which torch runs too);
 - each run's predictions on fixed ids, the language model's token losses
   (state carried), its dynamic evaluation, sentence scores and a sample;
 - `OUT/dyck_saved`: the Dyck run exported from this (JAX) process, which
@@ -25,8 +26,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-import zoo
 from tests.training.tiny import tiny_recipe, train_text_run
+from tests.zoo.backend_runs import stateful_checks
 from training import generate, recipes, runs, saved_model, scoring
 from training.analysis import dynamic, targeted_syntax
 
@@ -54,21 +55,6 @@ def language_model_results(run_dir):
             ]
         ),
         "lm_sentences": scores,
-    }
-
-
-def stateful_checks():
-    """Does compiled `predict` carry a stateful model's state, and reset it?"""
-    keras.utils.set_random_seed(3)
-    model = zoo.language_model("lstm", 12, 8, stateful=True, batch_size=2)
-    ids = np.arange(10, dtype="int32").reshape(2, 5) % 12
-    first = model.predict_on_batch(ids)
-    second = model.predict_on_batch(ids)
-    zoo.reset_states(model)
-    again = model.predict_on_batch(ids)
-    return {
-        "carried": bool(not np.allclose(first, second)),
-        "reset": bool(np.allclose(first, again)),
     }
 
 

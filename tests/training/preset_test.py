@@ -12,6 +12,7 @@ from training import (
     export,
     generate,
     preset,
+    preset_builder,
     recipes,
     runs,
     saved_model,
@@ -30,11 +31,11 @@ def recipe_of(command):
 def dyck_preset(dyck_run, tmp_path_factory):
     """The tiny Dyck run as a preset, and its card."""
     folder = tmp_path_factory.mktemp("presets") / "tiny_dyck"
-    return folder, preset.save_preset(dyck_run, folder)
+    return folder, preset_builder.save_preset(dyck_run, folder)
 
 
 def test_the_dyck_preset_reproduces_its_card_on_fresh_data():
-    value, plan = preset.remeasure("dyck_rnn_m4")
+    value, plan = preset_builder.remeasure("dyck_rnn_m4")
     card = zoo.preset_card("dyck_rnn_m4")
     assert plan == card["remeasure"] and plan["metric"] == "test.wcpa"
     assert plan["data_seed"] != card["seed"] and plan["sequences"] >= 1000
@@ -53,7 +54,7 @@ def test_every_preset_reproduces_its_card(name, monkeypatch):
         if not SHARED.is_dir():
             pytest.skip(f"{SHARED} not found: set ZOO_DATA_DIR to the {corpus} corpus")
         monkeypatch.setenv(files.ENV_VAR, str(SHARED))
-    value, plan = preset.remeasure(name)
+    value, plan = preset_builder.remeasure(name)
     assert abs(value - plan["value"]) <= plan["tolerance"], (name, value, plan)
 
 
@@ -99,7 +100,7 @@ def test_a_preset_of_a_table_row_checks_the_row_and_keeps_its_command(
         f'[[row]]\nname = "other"\nrecipe = "dyck2_mlstm"\n'
         f"overrides = {json.dumps([*TINY['dyck'], 'task.m=6'])}\n"
     )
-    card = preset.save_preset(
+    card = preset_builder.save_preset(
         dyck_run, tmp_path / "p", table=str(table), row="tiny_mlstm", tolerance=0.1
     )
     assert card["table"]["row"] == "tiny_mlstm"
@@ -112,7 +113,9 @@ def test_a_preset_of_a_table_row_checks_the_row_and_keeps_its_command(
     )
     assert card["remeasure"]["tolerance"] == 0.1
     with pytest.raises(recipes.RecipeError, match="task.m is 4 in the run, 6 there"):
-        preset.save_preset(dyck_run, tmp_path / "q", table=str(table), row="other")
+        preset_builder.save_preset(
+            dyck_run, tmp_path / "q", table=str(table), row="other"
+        )
     assert not (tmp_path / "q").exists()
 
 
@@ -126,7 +129,7 @@ def test_retrain_command_gives_back_the_recipe():
         "train.seed=7",
     ]
     recipe = recipes.resolve("dyck2_lstm", "paper", overrides)
-    command = preset.retrain_command(recipe)
+    command = preset_builder.retrain_command(recipe)
     assert recipe_of(shlex.join(command)) == recipe
     assert command[-3:] == ["train.seed=7", "--scale", "paper"]
 

@@ -30,6 +30,7 @@ from training import (
     export,
     generate,
     preset,
+    preset_builder,
     reproduce,
     results,
     runs,
@@ -153,7 +154,7 @@ def preset_after_a_killed_rerun_is_the_finished_model(probe):
     run_dir = probe.copy("finished")
     with pytest.raises(Interrupted):
         runs.train_run(RECIPE, run_dir, callbacks=[InterruptBefore(1)])
-    card = preset.save_preset(run_dir, probe.tmp / "preset")
+    card = preset_builder.save_preset(run_dir, probe.tmp / "preset")
     finished = probe.made["finished"]
     metrics = runs.read_json(finished / runs.METRICS)
     assert card["metrics"]["test"] == metrics["test"]
@@ -172,7 +173,7 @@ def refused_folder(folder, match):
 
 @row
 def a_preset_folder_is_not_trained_into(probe):
-    preset.save_preset(probe.made["finished"], probe.tmp / "preset")
+    preset_builder.save_preset(probe.made["finished"], probe.tmp / "preset")
     refused_folder(probe.tmp / "preset", r"is a preset \(it holds card.json\)")
 
 
@@ -313,11 +314,11 @@ def interrupted_commands_end_in_one_line_with_130(probe):
     finished = str(probe.made["finished"])
     commands = [
         (runs, "train_run", train.main, ["tiny_dyck_lstm", "--run-dir", "r"]),
-        (export, "export_run", export.main, [finished, "o"]),
+        (saved_model, "export_run", export.main, [finished, "o"]),
         (preset, "save_preset", preset.main, [finished, "p"]),
         (evaluate, "evaluate_run", evaluate.main, [finished]),
         (generate, "sample", generate.main, [finished, "--prompt", "("]),
-        (reproduce, "_prepare", reproduce.main, ["tiny", "--out", "out"]),
+        (reproduce, "_prepare", reproduce.main, ["mm_dyck", "--out", "out"]),
     ]
     probe.monkeypatch.chdir(probe.tmp)
     for module, name, main, argv in commands:

@@ -1,18 +1,24 @@
+import contextlib
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import zoo
 from tests.training.tiny import tiny_recipe
 from training import runs
 from training.data import acceptability, dyck
-from training.saved_model import export_run
+from training.saved_model import UNK_HINT, export_model, export_run
+from zoo.tokenizer import Tokenizer
 
 
 def test_export_serves_the_runs_model(dyck_run, tmp_path):
@@ -48,9 +54,9 @@ def test_exported_model_answers_in_a_fresh_process(dyck_run, tmp_path):
         f"""
         import json, sys
         assert "keras" not in sys.modules
-        import tensorflow as tf
-        import tensorflow_text  # registers the tokenizer's ops
+        import tensorflow as tf  # only: the tokenizer is TensorFlow's own ops
         model = tf.saved_model.load({str(saved)!r})
+        assert "tensorflow_text" not in sys.modules
         out = model.serve_text(tf.constant({texts!r}))
         print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}))
         try:
@@ -161,3 +167,73 @@ def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(tmp_path):
     served = loaded.serve(tf.constant(ids))
     assert served.shape == (2, 2)  # no time axis to cut
     np.testing.assert_allclose(served, logits, atol=1e-5)
+
+
+def documented_snippet(marker):
+    """The Python block of docs/evaluation.md that holds `marker`."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    (block,) = [block for block in blocks if marker in block]
+    return block
+
+
+def test_the_documented_snippet_reads_each_string_of_a_batch_after_its_end(tmp_path):
+    # Strings of unequal lengths: `[:, -1]` read the padding of the shorter
+    # ones (and the wrong bracket); the snippet gathers each one's last step.
+    saved = export_run("preset:dyck_rnn_m4", tmp_path / "dyck_saved_model")
+    snippet = documented_snippet("closing_log_probabilities")
+    code = snippet.replace('"dyck_saved_model"', repr(str(saved)))
+    namespace, printed = {}, io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(code, namespace)  # noqa: S102 (the documented snippet, as written)
+    expected = [
+        line[2:].split("   ")[0] for line in snippet.splitlines() if line[:2] == "# "
+    ]
+    assert [line.rstrip() for line in printed.getvalue().splitlines()] == expected
+    model = namespace["model"]
+    for row, text in enumerate(["(a (b (b", "(b (a", "(a (b b) (b"]):
+        alone = model.serve_text(tf.constant([text]))["closing_log_probabilities"]
+        np.testing.assert_allclose(
+            namespace["after_last"][row], alone[0, -1], atol=1e-6
+        )
+    assert np.argmax(namespace["after_last"], -1).tolist() == [1, 0, 1]
+
+
+def test_serve_text_names_a_token_the_vocabulary_lacks(dyck_run, tmp_path):
+    loaded = tf.saved_model.load(str(export_run(dyck_run, tmp_path / "saved")))
+    tokenizer = runs.load_run(dyck_run).task.tokenizer()
+    with pytest.raises(tf.errors.InvalidArgumentError) as error:
+        loaded.serve_text(tf.constant(["(a a)", "(a (c foo"]))
+    assert tokenizer.unknown_message("`(c`, `foo`") in str(error.value)
+    assert not hasattr(loaded, "serve_text_unk")  # a Dyck vocabulary has no <unk>
+
+
+def test_a_character_model_serves_natural_text_in_its_conventions(tmp_path):
+    # The PTB character presets' vocabulary on a tiny model: serve_text
+    # writes "The company said." as `t h e _ c o m p a n y _ s a i d`.
+    vocabulary = json.loads(
+        (zoo.presets.preset_dir("mlstm_ptb_char") / "vocabulary.json").read_text()
+    )
+    tokenizer = Tokenizer.from_vocabulary(vocabulary)
+    keras.utils.set_random_seed(0)
+    model = zoo.language_model("lstm", vocab_size=51, units=8, embedding_dim=8)
+    eos = tokenizer.eos_id
+    export_model(model, tokenizer, tmp_path / "saved", start_id=eos)
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    texts = ["The company said.", "the company said", "xq zzv qqq"]
+    out = loaded.serve_text(tf.constant(texts))
+    likelihood = out["log_likelihood"].numpy()
+    assert likelihood[0] == likelihood[1] != likelihood[2]
+    for row, text in enumerate(texts):
+        ids = [eos, *tokenizer(text), eos]  # read after <eos>, its <eos> scored
+        log_probabilities = keras.ops.log_softmax(model(np.array([ids[:-1]])))[0]
+        picked = np.asarray(log_probabilities)[np.arange(len(ids) - 1), ids[1:]]
+        np.testing.assert_allclose(likelihood[row], picked.sum(), rtol=1e-5)
+    assert out["lengths"].numpy().tolist() == [17, 17, 11]
+    with pytest.raises(tf.errors.InvalidArgumentError) as error:
+        loaded.serve_text(tf.constant(["Café society"]))
+    assert tokenizer.unknown_message("`é`", UNK_HINT) in str(error.value)
+    unk = loaded.serve_text_unk(tf.constant(["Café society"]))
+    assert unk["lengths"].numpy().tolist() == [
+        len(tokenizer("café society", "unk")) + 1
+    ]

@@ -1,6 +1,7 @@
 import pytest
 
 from training import table_schema
+from tuning import protocol
 
 
 def test_every_shipped_table_resolves():
@@ -33,6 +34,26 @@ def test_mali_formal_language_tables_run_at_the_papers_budget(name):
         assert (train["epochs"], train["learning_rate"]) == (30, 2e-3), run.row.name
         assert (train["clipvalue"], train["reduce_lr_patience"]) == (15.0, 3)
         assert train["reduce_lr_factor"] == 0.5
+
+
+def test_the_tuned_d2_table_trains_each_row_its_own_search_at_the_papers_budget():
+    table = table_schema.load_table("mali_d2_tuned")
+    assert table.seeds == 10  # the paper's count
+    searched = set(protocol.PROTOCOLS["stack_d2"].rows)
+    for run in table_schema.plan(table, "unused", seeds=1):
+        row, train = run.row, run.recipe["train"]
+        if row.name in searched:
+            assert row.recipe == f"results/tuning/stack_d2/{row.name}/best_recipe.toml"
+            assert (
+                run.recipe["model"]["cell"]
+                == protocol.PROTOCOLS["stack_d2"].rows[row.name]
+            )
+        assert (train["epochs"], train["clipvalue"]) == (30, 15.0), row.name
+        assert (train["reduce_lr_patience"], train["reduce_lr_factor"]) == (3, 0.5)
+        assert (run.recipe["task"]["language"], run.recipe["model"]["units"]) == (
+            "D2",
+            8,
+        )
 
 
 @pytest.mark.parametrize(

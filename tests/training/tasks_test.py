@@ -554,7 +554,12 @@ def test_depth_tagging_is_scored_per_depth_and_per_length():
 
 def test_acceptability_is_scored_per_sentence_pair_phenomenon_and_suite():
     task = make_task(tiny_recipe("acceptability"))
-    assert task.head == "classifier" and task.text_normalizer is not None
+    assert task.head == "classifier"
+    # Its words' conventions, recorded in the vocabulary or, for a run from
+    # before, the task's.
+    assert task.vocabulary.conventions == task.tokenizer().conventions == "blimp"
+    task.vocabulary.conventions = None
+    assert task.tokenizer().conventions == "blimp"
     arrays = task.arrays["test"]
     assert sorted(set(arrays.suites)) == ["agreement_3", "anaphora_3", "ellipsis_1"]
     good = arrays.labels == 1

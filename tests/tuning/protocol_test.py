@@ -34,6 +34,22 @@ def test_every_row_of_a_protocol_gets_the_same_search():
     assert parsed["gru"]["seeds_per_trial"] == stack.seeds_per_trial
 
 
+def test_the_dyck_protocol_searches_the_reports_lstm_from_its_size_up():
+    args = vars(
+        search.build_parser().parse_intermixed_args(
+            protocol.row_arguments("dyck_m4", "lstm")
+        )
+    )
+    assert (args["recipe"], args["scale"], args["cells"]) == (
+        "dyck2_lstm",
+        "paper",
+        "lstm",
+    )
+    assert args["units"].split(",")[0] == "12"  # the report's 3m at m = 4
+    assert args["record"] == "results/tuning/dyck_m4/lstm"
+    assert not any(option.startswith("train.batch_size") for option in args["option"])
+
+
 def test_dry_run_prints_one_command_per_row(capsys):
     assert protocol.main(["stack_d2", "--dry-run", "--rows", "lstm,gru"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

@@ -86,3 +86,32 @@ def test_available_lists_only_preset_folders(tmp_path, monkeypatch):
     monkeypatch.setattr(presets.loading, "PRESET_DIR", tmp_path)
     assert presets.available() == ["a_preset", "b_preset"]
     assert zoo.load_preset("a_preset").card["name"] == "hand_made"
+
+
+def test_a_preset_unpacks_as_before_and_has_a_tokenizer():
+    model, vocabulary, card = preset = zoo.load_preset("dyck_rnn_m4")
+    assert vocabulary["tokens"] == DYCK_TOKENS and card["name"] == "dyck_rnn_m4"
+    tokenizer = preset.tokenizer  # its vocabulary.json names no conventions
+    assert tokenizer.conventions == "plain"
+    ids = tokenizer("(a (b b)")
+    assert ids == [3, 4, 6] and tokenizer.detokenize([1, *ids]) == "START (a (b b)"
+    closing = model(np.array([[1, *ids]], "int32"))[0, -1]
+    assert np.argmax(closing) == 0  # a) closes next
+
+
+def test_a_character_preset_scores_natural_text_in_its_characters():
+    preset = zoo.load_preset("mlstm_ptb_char")
+    tokenizer = preset.tokenizer
+    assert tokenizer.conventions == "ptb_char"
+
+    def log_likelihood(text):
+        # A line of the corpus: read after <eos>, ended by one.
+        ids = [tokenizer.eos_id, *tokenizer(text), tokenizer.eos_id]
+        logits = preset.model(np.array([ids[:-1]], "int32"))[0]
+        log_probabilities = np.asarray(keras.ops.log_softmax(logits))
+        return log_probabilities[np.arange(len(ids) - 1), ids[1:]].sum()
+
+    said = log_likelihood("The company said.")
+    assert said == log_likelihood("the company said")
+    # Each is its characters, not one unknown token a word.
+    assert said > log_likelihood("xq zzv qqq") + 10

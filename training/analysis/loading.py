@@ -45,16 +45,14 @@ def sample_ids(task, split, count):
 
 
 def encode_texts(task, texts):
-    """`--text` strings as ids, read after the run's start token."""
-    vocabulary = task.vocabulary
+    """`--text` strings as ids, read after the run's start token.
+
+    Each is natural text, written in the conventions of the run's vocabulary
+    (`Task.tokenizer`); a token the vocabulary lacks is a one-line
+    `ValueError` naming it.
+    """
     start = [] if task.start_id is None else [task.start_id]
-    encoded = []
-    for text in texts:
-        ids = vocabulary.encode(text, on_oov="unk", split="--text").ids.tolist()
-        if vocabulary.add_eos and ids and ids[-1] == vocabulary.eos_id:
-            ids = ids[:-1]
-        encoded.append(np.array(start + ids, "int32"))
-    return encoded
+    return [np.array(start + ids, "int32") for ids in task.tokenizer()(list(texts))]
 
 
 def token_names(vocabulary, ids):

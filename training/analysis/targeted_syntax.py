@@ -5,7 +5,7 @@ pair counts as correct when the grammatical sentence has the strictly higher
 log-likelihood under the model.
 
 Scoring. Each sentence is first written in the spelling conventions of the
-run's training corpus (`training.data.conventions`: PTB's lower case without
+run's training corpus (`zoo.text_conventions`: PTB's lower case without
 punctuation, WikiText's split punctuation and `@-@`, ...; suites are written
 with case and punctuation, `"Susan revealed herself."`), then tokenized with
 the run's vocabulary (its level and whitespace or character split, as the
@@ -35,8 +35,8 @@ from keras import ops
 
 from training import plots
 from training.compiled import compiled
-from training.data.conventions import AS_WRITTEN, normalize
 from training.data.tokenize import tokenize
+from zoo.text_conventions import AS_WRITTEN, write
 
 _SEPARATOR = "\x00"  # ends each sentence in the one tokenization call
 LOGITS_BUDGET = 1 << 24  # floats of logits per batch: 64 MB
@@ -157,7 +157,7 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256, conventions=None):
     """Accuracy on `pairs` (`training.data.minimal_pairs.MinimalPair`s).
 
     Both sentences of every pair are written in `conventions` (a name of
-    `training.data.conventions.CONVENTIONS`; default: the vocabulary's, or
+    `zoo.text_conventions.CONVENTIONS`; default: the vocabulary's, or
     the text as written when it names none) before they are tokenized.
 
     Returns:
@@ -173,10 +173,8 @@ def evaluate_pairs(model, vocabulary, pairs, batch_size=256, conventions=None):
         raise ValueError("No minimal pairs to score; expected at least one.")
     if conventions is None:
         conventions = vocabulary.conventions or AS_WRITTEN[vocabulary.level]
-    written = {
-        text: normalize(text, conventions)
-        for text in {p.good for p in pairs} | {p.bad for p in pairs}
-    }
+    texts = sorted({p.good for p in pairs} | {p.bad for p in pairs})
+    written = dict(zip(texts, write(texts, conventions), strict=True))
     sentences = sorted(set(written.values()))
     position = {s: i for i, s in enumerate(sentences)}
     scores, oov = score_sentences(model, vocabulary, sentences, batch_size)

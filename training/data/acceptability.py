@@ -14,15 +14,16 @@ suite when the phenomenon has three or more, the rest are training suites.
 BLiMP then gives 45 training, 9 validation and 13 test suites, every
 phenomenon among the test suites (and among the training suites).
 
-Words (`normalize`, `tokenize`): the text is lower-cased and every character
-that is neither a letter, a digit nor white space becomes a token of its own;
-white space then separates the tokens: "Susan revealed herself." is `susan
-revealed herself .`, "didn't" is `didn ' t`. `normalize` is TensorFlow ops,
-so the exported SavedModel tokenizes raw text the same way. The vocabulary
-(`build_vocabulary`) is `<pad>` (id 0), `<unk>`, then the training suites'
-words by decreasing count; other words become `<unk>`. This is the task's
-own convention, not a corpus's: a shared one (a PTB normaliser, as a word
-language model's corpus would need) could replace `normalize` in one place.
+Words (`tokenize`): the `blimp` conventions of `zoo.text_conventions`: the
+text is lower-cased and every character that is neither a letter, a digit
+nor white space becomes a token of its own; white space then separates the
+tokens: "Susan revealed herself." is `susan revealed herself .`, "didn't" is
+`didn ' t`. The vocabulary (`build_vocabulary`) names them, so the exported
+SavedModel and `zoo.tokenizer.Tokenizer` read raw text the same way; it is
+`<pad>` (id 0), `<unk>`, then the training suites' words by decreasing
+count; other words become `<unk>`. This is the task's own convention, not a
+corpus's: another of `zoo.text_conventions` (PTB's, as a word language
+model's corpus would need) could replace it in `CONVENTIONS`.
 """
 
 from __future__ import annotations
@@ -31,35 +32,23 @@ import collections
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
 from training.data.files import ENV_VAR, find_local_folder
 from training.data.minimal_pairs import load_jsonl
 from training.data.tokenize import Vocabulary
+from zoo.text_conventions import write
 
 SUITE_FOLDER = "blimp"
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID = 0
 ACCEPTABLE, UNACCEPTABLE = 1, 0
 SPLITS = ("train", "valid", "test")
-
-
-def normalize(texts):
-    """Lower-cased `texts` (a string tensor) with punctuation set off by spaces.
-
-    Every character that is neither a letter, a digit nor white space gets a
-    space on either side; splitting at white space then gives the tokens.
-    """
-    texts = tf.strings.lower(tf.convert_to_tensor(texts, tf.string), encoding="utf-8")
-    return tf.strings.regex_replace(texts, r"([^\pL\pN\s])", r" \1 ")
+CONVENTIONS = "blimp"  # the task's words (`zoo.text_conventions`)
 
 
 def tokenize(sentences):
-    """The tokens of each sentence (a list of str), as `normalize` makes them."""
-    if not sentences:
-        return []
-    normalized = normalize(list(sentences)).numpy()
-    return [text.decode("utf-8").split() for text in normalized]
+    """The tokens of each sentence (a list of str), in the task's conventions."""
+    return [text.split() for text in write(list(sentences), CONVENTIONS)]
 
 
 def find_suites(data_dir=None):
@@ -137,7 +126,9 @@ def build_vocabulary(sentences):
     )
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     words = [word for word, _ in ranked if word not in (PAD, UNK)]
-    return Vocabulary([PAD, UNK, *words], level="word", unk_token=UNK)
+    return Vocabulary(
+        [PAD, UNK, *words], level="word", unk_token=UNK, conventions=CONVENTIONS
+    )
 
 
 @dataclasses.dataclass

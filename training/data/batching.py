@@ -74,11 +74,19 @@ def tbptt_arrays(ids, batch_size, sequence_length, drop_remainder=True):
 
 class DataEpoch(keras.callbacks.Callback):
     """Tells an epoch-keyed dataset the epoch that begins (`epoch_shuffled`,
-    `capped_epochs`)."""
+    `capped_epochs`).
+
+    A training begins at epoch 0, as a new dataset does, whatever epoch the
+    last training (or a direct `on_epoch_begin`) left: one dataset serves
+    several fits as new ones would.
+    """
 
     def __init__(self, epoch_variable):
         super().__init__()
         self.epoch_variable = epoch_variable
+
+    def on_train_begin(self, logs=None):
+        self.epoch_variable.assign(0)
 
     def on_epoch_begin(self, epoch, logs=None):
         self.epoch_variable.assign(epoch)

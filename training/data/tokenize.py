@@ -14,10 +14,11 @@ Levels:
 A `Vocabulary` is built from the training split only and holds the level, so
 `Vocabulary.to_json()` / `Vocabulary.from_json()` reproduce the whole text ->
 ids mapping for evaluation and export; it also names the spelling conventions
-of its corpus (`training.data.conventions`), in which text from elsewhere is
-written before it is tokenized. `Tokenizer` is that mapping as a
-`tf.Module` of TF ops (a lookup table), so it can live inside a SavedModel
-(which then needs `import tensorflow_text` before loading).
+of its corpus (`zoo.text_conventions`, `training.data.conventions`), in which
+natural text is written before it is tokenized: `Vocabulary.tokenizer()` is
+the `zoo.tokenizer.Tokenizer` that does both, in Python and inside a
+SavedModel. `encode` reads text already in the conventions (a corpus's
+splits).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import json
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from zoo.text_conventions import AS_WRITTEN
+from zoo.tokenizer import SpecialTokens, Tokenizer, index_tokens
 
 UNK = "<unk>"
 EOS = "<eos>"
@@ -94,7 +98,7 @@ class EncodedText:
         return len(self.ids)
 
 
-class Vocabulary:
+class Vocabulary(SpecialTokens):
     """Token <-> id mapping plus the tokenization settings it was built with.
 
     Ids are positions in `tokens`: the special tokens first (`<unk>`, then
@@ -110,7 +114,7 @@ class Vocabulary:
             is always an error).
         eos_token: end-of-line token.
         conventions: the name of the training corpus's spelling conventions
-            (`training.data.conventions.CONVENTIONS`), or None where unknown
+            (`zoo.text_conventions.CONVENTIONS`), or None where unknown
             (a vocabulary from before they were recorded, or not of a text).
 
     Example:
@@ -140,15 +144,9 @@ class Vocabulary:
             self.tokens = None
             self._index = None
             return
-        tokens = [str(token) for token in tokens]
-        if len(set(tokens)) != len(tokens):
-            raise ValueError("vocabulary tokens must be unique; received duplicates.")
-        if self.unk_token is not None and self.unk_token not in tokens:
-            raise ValueError(f"unk_token {self.unk_token!r} is not in the tokens")
-        if self.add_eos and eos_token not in tokens:
-            raise ValueError(f"eos_token {eos_token!r} is not in the tokens")
-        self.tokens = tokens
-        self._index = {token: i for i, token in enumerate(tokens)}
+        self.tokens = [str(token) for token in tokens]
+        eos = eos_token if self.add_eos else None
+        self._index = index_tokens(self.tokens, self.unk_token, eos)
 
     @classmethod
     def build(
@@ -191,14 +189,6 @@ class Vocabulary:
 
     def __len__(self):
         return 256 if self.level == "byte" else len(self.tokens)
-
-    @property
-    def unk_id(self):
-        return None if self.unk_token is None else self._index[self.unk_token]
-
-    @property
-    def eos_id(self):
-        return self._index[self.eos_token] if self.add_eos else None
 
     def id_of(self, token):
         return self._index[token]
@@ -249,6 +239,15 @@ class Vocabulary:
             separator = " " if self.level == "word" else ""
         return separator.join(self.tokens[i] for i in ids)
 
+    def tokenizer(self, conventions=None):
+        """The `zoo.tokenizer.Tokenizer` of natural text for this vocabulary.
+
+        In the vocabulary's conventions, else `conventions` (a task's, for a
+        vocabulary from before they were recorded), else the text as written.
+        """
+        conventions = self.conventions or conventions or AS_WRITTEN[self.level]
+        return Tokenizer.from_vocabulary(json.loads(self.to_json()), conventions)
+
     def _table(self, default=-1):
         keys = tf.constant(self.tokens, dtype=tf.string)
         values = tf.range(len(self.tokens), dtype=tf.int64)
@@ -285,34 +284,3 @@ class Vocabulary:
 
     def __eq__(self, other):
         return isinstance(other, Vocabulary) and self.to_json() == other.to_json()
-
-
-class Tokenizer(tf.Module):
-    """Text -> ids with TF ops only, for `tf.data` maps and SavedModels.
-
-    Calling it on a scalar string tensor returns int32 ids; out-of-vocabulary
-    tokens map to `<unk>` (or fail an assertion when the vocabulary has none).
-
-    Args:
-        vocabulary: a `Vocabulary`.
-    """
-
-    def __init__(self, vocabulary, name=None):
-        super().__init__(name=name)
-        self.level = vocabulary.level
-        self.add_eos = vocabulary.add_eos
-        self.eos_token = vocabulary.eos_token
-        self.has_unk = vocabulary.unk_token is not None
-        if self.level != "byte":
-            default = vocabulary.unk_id if self.has_unk else -1
-            self.table = vocabulary._table(default=default)
-
-    @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
-    def __call__(self, text):
-        if self.level == "byte":
-            return tf.cast(tf.io.decode_raw(text, tf.uint8), tf.int32)
-        tokens = tokenize(text, self.level, self.add_eos, self.eos_token)
-        ids = self.table.lookup(tokens)
-        if not self.has_unk:
-            tf.debugging.assert_non_negative(ids, message="token not in vocabulary")
-        return tf.cast(ids, tf.int32)

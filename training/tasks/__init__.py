@@ -27,18 +27,30 @@ Making a task reads no data: the vocabulary (the given one, e.g. a run's
 the recipe. Data are generated or read the first time `train_data`,
 `validation_data` or `evaluate` needs them (a language model or the
 acceptability task without a given vocabulary reads its training split to
-build one).
+build one). The training dataset and its callbacks are made once per task,
+on the first `train_data()` (each kind's `make_train_data`), and shared by
+everything that asks for them in a run (`fit`, `compile_mode`,
+`train_shape`); a `with_recipe` clone makes its own.
 
 Every task has `recipe`, `vocabulary`, `vocab_size`, `start_id` (the id a
 text is read after, or None), `end_id` and `never_generated` (the id that
 ends a sampled text, or None, and the ids one never holds), `head` (what
 the model outputs: `"language_model"`, `"closing_bracket"`, `"recognizer"`,
-`"tagger"` or `"classifier"`), `text_normalizer` (what raw text goes through before its
-tokens are looked up, or None), `monitor`, `search_objective`,
+`"tagger"` or `"classifier"`), `conventions` (what natural text is written in
+before its tokens are looked up, `zoo.text_conventions`, where the vocabulary
+names none), `tokenizer()` (`zoo.tokenizer.Tokenizer`), `monitor`,
+`search_objective`,
 `splits` and the methods `build_model(stateful=False, batch_size=None)`,
 `compile_arguments()`, `train_data()` (the dataset and the callbacks it
 needs), `validation_data()`, `evaluate(model, split)`,
 `report(metrics, split)`, `search_callbacks()` and `with_recipe(recipe)`.
+
+What `training.fitting.fit` and `training.compile_mode` use of a task is a
+declared type on their floor, `training.task_protocol.TrainableTask`:
+`recipe`, `monitor`, `training_model(model)`, `compile_arguments()`,
+`train_data()`, `train_shape()`, `epoch_steps()`, `validation_data()` and
+`validation_callbacks()`. Every kind here satisfies it by its shape
+(`tests/training/task_protocol_test.py`); the fit path imports no task.
 """
 
 from training.tasks.acceptability import AcceptabilityTask

@@ -25,7 +25,7 @@ class AcceptabilityTask(Task):
 
     head = "classifier"
     num_classes = 2
-    text_normalizer = staticmethod(acceptability.normalize)
+    conventions = acceptability.CONVENTIONS  # for runs from before it was recorded
 
     def __init__(self, recipe, vocabulary=None):
         super().__init__(recipe, vocabulary)
@@ -74,7 +74,7 @@ class AcceptabilityTask(Task):
         arrays = self.arrays[split]
         return arrays.inputs, arrays.labels
 
-    def train_data(self):
+    def make_train_data(self):
         return self._shuffled(self._columns("train"))
 
     def validation_data(self):

@@ -35,13 +35,14 @@ class Task:
     end_id = None  # the id that ends a generated string, if the task has one
     never_generated = ()  # ids a generated text never holds (padding, START)
     splits = ("valid", "test")
-    # TensorFlow ops a text goes through before its tokens are looked up
-    # (`string tensor -> string tensor`), in training and in the export; None
-    # for text that is already tokens separated by spaces.
-    text_normalizer = None
+    # The conventions natural text is written in before its tokens are looked
+    # up (`zoo.text_conventions`) where the vocabulary names none; None: the
+    # text as written (a Dyck task's brackets, `(a (b b) a)`).
+    conventions = None
 
     def __init__(self, recipe, vocabulary=None):
         self.recipe = recipe
+        self._train_data = None  # `train_data`'s, built on its first call
         self.vocabulary = self.own_vocabulary() if vocabulary is None else vocabulary
         self.vocab_size = len(self.vocabulary)
 
@@ -49,14 +50,24 @@ class Task:
         """The vocabulary of the task's data (used when none is given)."""
         raise NotImplementedError
 
+    def tokenizer(self):
+        """Natural text -> ids -> text for the task's vocabulary (`zoo.tokenizer`)."""
+        return self.vocabulary.tokenizer(self.conventions)
+
     def with_recipe(self, recipe):
         """The same data with another recipe's model and training settings.
 
         Keras Tuner's trials use it: every trial reads the data generated or
-        loaded once, and builds and trains the trial's model.
+        loaded once, and builds and trains the trial's model. The arrays
+        are shared (the search keeps the recipe keys that decide them fixed,
+        `tuning.hypermodels.DATA_KEYS`); the training dataset is the
+        clone's own, made on its first `train_data`, since other keys
+        (`train.epochs` of a curriculum, `train.max_steps_per_epoch`, the
+        targets of `task.step_labels`) shape it too.
         """
         clone = copy.copy(self)
         clone.recipe = recipe
+        clone._train_data = None
         return clone
 
     def compile_arguments(self):
@@ -113,6 +124,25 @@ class Task:
         sampled softmax).
         """
         return model
+
+    def train_data(self):
+        """`(dataset, callbacks)`: the training batches and the callbacks they need.
+
+        Made on the first call (`make_train_data`) and the same objects at
+        every later one, so one run builds its training data once:
+        `training.fitting.fit`, `training.compile_mode` and `train_shape`
+        share them. The callbacks keep nothing from one training to the
+        next (`batching.DataEpoch` starts each at epoch 0, as a new dataset
+        does), so two fits on one task (a search trial's seeds) train as
+        fits on two tasks do.
+        """
+        if self._train_data is None:
+            self._train_data = self.make_train_data()
+        return self._train_data
+
+    def make_train_data(self):
+        """A new `(dataset, callbacks)` of the training split (`train_data`)."""
+        raise NotImplementedError
 
     def train_shape(self):
         """`(batch, length)` of every training step's input (one static shape)."""

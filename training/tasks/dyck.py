@@ -111,7 +111,7 @@ class DyckTask(Task):
         )
         return oracles["dev" if split == "valid" else split]
 
-    def train_data(self):
+    def make_train_data(self):
         return self._shuffled(self._columns("train"))
 
     def validation_data(self):

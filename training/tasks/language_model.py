@@ -48,7 +48,7 @@ class LanguageModelTask(Task):
 
     @property
     def conventions(self):
-        """The name of the corpus's spelling conventions (`training.data.conventions`).
+        """The name of the corpus's spelling conventions (`zoo.text_conventions`).
 
         The vocabulary's, or for a run from before vocabularies recorded
         them, those of the recipe's corpus; reads no data.
@@ -110,7 +110,7 @@ class LanguageModelTask(Task):
             self.encoded[split].ids, self.batch_size, self.sequence_length
         )
 
-    def train_data(self):
+    def make_train_data(self):
         inputs, targets = self._tbptt("train")
         if self.stateful:  # row b of a batch continues row b of the last one
             text = tf.data.Dataset.from_tensor_slices((inputs, targets))

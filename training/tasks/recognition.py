@@ -113,7 +113,7 @@ class RecognitionTask(Task):
         limits = curriculum_limits(lengths, self.recipe["train"]["epochs"])
         return {"lengths": lengths, "limits": limits}
 
-    def train_data(self):
+    def make_train_data(self):
         columns = self._columns("train")
         dataset, callbacks = self._shuffled(columns, **self._curriculum())
         return dataset.map(self._as_dicts), callbacks

@@ -6,11 +6,10 @@ DiffStk layer a loop that carries a noise key instead. It can go when Keras's
 JAX loop lets a cell draw noise at every step.
 """
 
-import functools
-
 import keras
 from keras import ops
 
+from zoo import keras_compat
 from zoo.cells.diffstk import DiffStkCell
 
 
@@ -30,14 +29,14 @@ def carry_noise_key_on_jax(layer):
     noise). Anywhere but JAX, or without noise, `layer` is unchanged.
     """
     if keras.backend.backend() == "jax" and isinstance(layer.cell, DiffStkCell):
-        layer.inner_loop = functools.partial(_noise_key_inner_loop, layer)
+        keras_compat.replace_rnn_loop(layer, _noise_key_inner_loop)
     return layer
 
 
 def _noise_key_inner_loop(layer, sequences, initial_state, mask, training=False):
     cell = layer.cell
     if not (training and cell.has_noise):
-        return keras.layers.RNN.inner_loop(
+        return keras_compat.keras_rnn_loop(
             layer, sequences, initial_state, mask, training
         )
     import jax
@@ -55,7 +54,7 @@ def _noise_key_inner_loop(layer, sequences, initial_state, mask, training=False)
         return output, [*keras.tree.flatten(new_states), count + 1]
 
     # What keras.layers.RNN.inner_loop calls, with the counter in the carry.
-    last_output, outputs, states = keras.src.backend.rnn(
+    last_output, outputs, states = keras_compat.backend_rnn(
         step,
         sequences,
         [*initial_state, steps],

@@ -5,7 +5,9 @@ A preset is a directory (as keras-hub's presets are) holding
     best.keras        the trained model: config and weights (no optimizer),
                       loaded with `keras.saving.load_model` in safe mode
     vocabulary.json   the token names, id i is `tokens[i]` ({"level",
-                      "add_eos", "unk_token", "eos_token", "tokens"})
+                      "add_eos", "unk_token", "eos_token", "conventions",
+                      "tokens"}; `conventions` names how natural text is
+                      written for it, `zoo.text_conventions`)
     card.json         the model card: recipe, the command that retrains it,
                       seed, metrics on every split, table and row, parameter
                       count, file size, and the tolerance for re-measuring
@@ -38,13 +40,26 @@ MODEL, VOCABULARY, CARD, README = (
     "README.md",
 )
 
-Preset = collections.namedtuple("Preset", ["model", "vocabulary", "card"])
-Preset.__doc__ = """A loaded preset: the Keras model, its vocabulary and its card.
 
-`vocabulary` is the dict of `vocabulary.json` (`vocabulary["tokens"][i]` is
-the name of token id i; `None` for a byte-level model, whose ids are the
-bytes); `card` is the dict of `card.json`.
-"""
+class Preset(collections.namedtuple("Preset", ["model", "vocabulary", "card"])):
+    """A loaded preset: the Keras model, its vocabulary and its card.
+
+    `vocabulary` is the dict of `vocabulary.json` (`vocabulary["tokens"][i]`
+    is the name of token id i; `None` for a byte-level model, whose ids are
+    the bytes); `card` is the dict of `card.json`. `tokenizer` reads
+    natural text into the model's ids and back (`zoo.tokenizer.Tokenizer`,
+    in the vocabulary's conventions).
+    """
+
+    __slots__ = ()
+
+    @property
+    def tokenizer(self):
+        # Imported here: tokenizing needs TensorFlow, which zoo on another
+        # Keras backend does not otherwise import.
+        from zoo.tokenizer import Tokenizer
+
+        return Tokenizer.from_vocabulary(self.vocabulary)
 
 
 def available():
@@ -107,6 +122,8 @@ def load_preset(name_or_path):
     ['<pad>', 'START', 'END', '(a']
     >>> preset.model(np.array([[1, 3, 4]], "int32")).shape  # START (a (b
     TensorShape([1, 3, 2])
+    >>> preset.tokenizer("(a (b")
+    [3, 4]
     """
     path = preset_dir(name_or_path)
     card = _read_json(path / CARD)

@@ -41,6 +41,18 @@ def test_epoch_shuffle_depends_on_the_epoch_alone():
     assert order(0) == first and order(1) == second
 
 
+def test_a_new_training_reads_epoch_0_again():
+    # One dataset, several fits (a search trial's seeds): each training
+    # starts where a new dataset would, not at the last fit's last epoch.
+    arrays = (np.arange(20),)
+    dataset, callback = batching.epoch_shuffled(arrays, batch_size=20, seed=7)
+    first = [b.tolist() for (b,) in dataset.as_numpy_iterator()]
+    callback.on_epoch_begin(3)
+    assert [b.tolist() for (b,) in dataset.as_numpy_iterator()] != first
+    callback.on_train_begin()
+    assert [b.tolist() for (b,) in dataset.as_numpy_iterator()] == first
+
+
 def test_epoch_limits_keep_only_strings_up_to_that_epochs_length():
     lengths = np.array([1, 5, 2, 9, 3, 7])
     arrays = (np.arange(6),)

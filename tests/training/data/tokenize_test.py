@@ -96,22 +96,19 @@ def test_bytes():
 @pytest.mark.parametrize(
     "level, text", [("word", TEXT), ("char", "ab\nc"), ("byte", "x\u00e9")]
 )
-def test_tokenizer_module_matches_encode(level, text):
+def test_the_tokenizer_of_a_vocabulary_reads_its_text_as_encode_does(level, text):
     vocab = tokenize.Vocabulary.build(TEXT + "ab\nc", level, add_eos=level == "word")
-    tokenizer = tokenize.Tokenizer(vocab)
-    np.testing.assert_array_equal(
-        tokenizer(tf.constant(text)).numpy(), vocab.encode(text, on_oov="unk").ids
-    )
+    tokenizer = vocab.tokenizer()
+    ids = tokenizer.id_tensor(tf.constant([text]), on_unknown="unk", end_lines=True)
+    np.testing.assert_array_equal(ids[0], vocab.encode(text, on_oov="unk").ids)
 
 
-def test_tokenizer_survives_saved_model(tmp_path):
+def test_a_vocabulary_tokenizer_takes_the_conventions_it_is_given_where_it_has_none():
     vocab = tokenize.Vocabulary.build(TEXT, "word", add_eos=True)
-    module = tokenize.Tokenizer(vocab)
-    tf.saved_model.save(module, str(tmp_path / "tok"))
-    loaded = tf.saved_model.load(str(tmp_path / "tok"))
-    np.testing.assert_array_equal(
-        loaded(tf.constant("the fish sat\n")).numpy(), [3, 0, 2, 1]
-    )
+    assert vocab.tokenizer().conventions == "plain"
+    assert vocab.tokenizer("ptb").conventions == "ptb"
+    vocab.conventions = "wikitext"
+    assert vocab.tokenizer("ptb").conventions == "wikitext"
 
 
 @pytest.mark.parametrize(

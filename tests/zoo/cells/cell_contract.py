@@ -4,13 +4,15 @@ A cell's test module subclasses `CellContract` in a class named `Test...` and
 defines `make_cell(self)` (a fresh, seeded cell) and, for cells that do not
 take float vectors, `make_inputs(self)`. Each test compares the cell inside a
 Keras wrapper against the same weights run another way, so a cell that
-mishandles its state, config, mask or dtype fails.
+mishandles its state, config, mask or dtype fails. Nothing here is
+TensorFlow's: `tests/zoo/backend_runs.py` runs the contract on JAX and torch.
 """
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+
+from tests.zoo.gradients import value_and_gradients
 
 BATCH, TIME, FEATURES = 3, 5, 4
 ATOL = 1e-5
@@ -28,6 +30,15 @@ def _rnn(cell, **kwargs):
 
 def _copy_weights(source, target):
     target.set_weights(source.get_weights())
+
+
+def _numpy(outputs):
+    """A layer's outputs (a tensor or a list of them) as NumPy arrays.
+
+    `np.asarray` cannot read torch's tensors that require a gradient (every
+    output of a layer with weights); Keras's conversion reads any backend's.
+    """
+    return keras.tree.map_structure(keras.ops.convert_to_numpy, outputs)
 
 
 class CellContract:
@@ -51,20 +62,20 @@ class CellContract:
         x = self.make_inputs()
         inputs = keras.Input(shape=x.shape[1:], dtype=str(x.dtype))
         model = keras.Model(inputs, _rnn(self.make_cell())(inputs))
-        expected = model(x)
+        expected = _numpy(model(x))
         path = tmp_path / "model.keras"
         model.save(path)
         restored = keras.models.load_model(path)
-        np.testing.assert_array_equal(restored(x), expected)
+        np.testing.assert_array_equal(_numpy(restored(x)), expected)
         restored_cell = restored.layers[-1].cell
         assert type(restored_cell) is type(model.layers[-1].cell)
 
     def test_bidirectional(self):
         x = self.make_inputs()
         layer = keras.layers.Bidirectional(_rnn(self.make_cell()))
-        output = np.asarray(layer(x))
-        forward = np.asarray(layer.forward_layer(x))
-        backward = np.asarray(layer.backward_layer(x))
+        output = _numpy(layer(x))
+        forward = _numpy(layer.forward_layer(x))
+        backward = _numpy(layer.backward_layer(x))
         units = forward.shape[-1]
         np.testing.assert_allclose(output[..., :units], forward, atol=ATOL)
         np.testing.assert_allclose(output[..., units:], backward[:, ::-1], atol=ATOL)
@@ -78,46 +89,47 @@ class CellContract:
         if getattr(first, "takes_token_ids", False):
             pytest.skip("a cell that takes token ids cannot read another's output")
         stacked = _rnn(keras.layers.StackedRNNCells([first, second]))
-        output = stacked(x)
+        output = _numpy(stacked(x))
         layer_one, layer_two = _rnn(self.make_cell()), _rnn(self.make_cell())
         hidden = layer_one(x)
         layer_two(hidden)
         _copy_weights(first, layer_one.cell)
         _copy_weights(second, layer_two.cell)
-        np.testing.assert_allclose(output, layer_two(layer_one(x)), atol=ATOL)
+        np.testing.assert_allclose(output, _numpy(layer_two(layer_one(x))), atol=ATOL)
 
     def test_stateful_and_reset_state(self):
         x = self.make_inputs()
         full = _rnn(self.make_cell())
-        expected = np.asarray(full(x))
+        expected = _numpy(full(x))
         stateful = _rnn(self.make_cell(), stateful=True)
         stateful(x[:, :2])
         _copy_weights(full.cell, stateful.cell)
         stateful.reset_state()
-        first = stateful(x[:, :2])
-        second = stateful(x[:, 2:])
+        first = _numpy(stateful(x[:, :2]))
+        second = _numpy(stateful(x[:, 2:]))
         np.testing.assert_allclose(
             np.concatenate([first, second], axis=1), expected, atol=ATOL
         )
         stateful.reset_state()
-        np.testing.assert_allclose(stateful(x[:, 2:]), full(x[:, 2:]), atol=ATOL)
+        np.testing.assert_allclose(
+            _numpy(stateful(x[:, 2:])), _numpy(full(x[:, 2:])), atol=ATOL
+        )
 
     def test_return_state_and_initial_state(self):
         x = self.make_inputs()
         cell = self.make_cell()
         layer = _rnn(cell, return_state=True)
-        output, *states = layer(x)
+        output, *states = _numpy(layer(x))
         assert len(states) == len(keras.tree.flatten(cell.state_size))
-        head, *head_states = layer(x[:, :2])
-        tail, *_ = layer(x[:, 2:], initial_state=head_states)
+        head, *head_states = _numpy(layer(x[:, :2]))
+        tail, *_ = _numpy(layer(x[:, 2:], initial_state=head_states))
         np.testing.assert_allclose(
             np.concatenate([head, tail], axis=1), output, atol=ATOL
         )
         # The last output is the hidden state, one of the returned states.
-        last = np.asarray(output[:, -1])
+        last = output[:, -1]
         assert any(
-            np.asarray(s).shape == last.shape and np.allclose(s, last, atol=ATOL)
-            for s in states
+            s.shape == last.shape and np.allclose(s, last, atol=ATOL) for s in states
         )
 
     def test_masking(self):
@@ -125,12 +137,12 @@ class CellContract:
         mask = np.ones(x.shape[:2], bool)
         mask[0, 3:] = False
         layer = keras.layers.RNN(self.make_cell(), return_state=True)
-        last, *states = layer(x, mask=mask)
-        short_last, *short_states = layer(x[:1, :3])
+        last, *states = _numpy(layer(x, mask=mask))
+        short_last, *short_states = _numpy(layer(x[:1, :3]))
         np.testing.assert_allclose(last[0], short_last[0], atol=ATOL)
         for state, short in zip(states, short_states, strict=True):
             np.testing.assert_allclose(state[0], short[0], atol=ATOL)
-        unmasked_last, *_ = layer(x)
+        unmasked_last, *_ = _numpy(layer(x))
         assert not np.allclose(last[0], unmasked_last[0])
         np.testing.assert_allclose(last[1:], unmasked_last[1:], atol=ATOL)
 
@@ -140,7 +152,7 @@ class CellContract:
         # the compute dtype, also when fed back as an initial state.
         x = self.make_inputs()
         reference = _rnn(self.make_cell())
-        expected = np.asarray(reference(x))
+        expected = _numpy(reference(x))
         previous = keras.mixed_precision.global_policy()
         keras.mixed_precision.set_global_policy(policy)
         try:
@@ -148,10 +160,11 @@ class CellContract:
             layer(x)
             # The float32 run's weights: the variables stay float32 here.
             layer.set_weights(reference.get_weights())
-            with tf.GradientTape() as tape:
-                output, *states = layer(x)
-                loss = keras.ops.sum(keras.ops.cast(output, "float32"))
-            gradients = tape.gradient(loss, layer.trainable_weights)
+            output, *states = layer(x)
+            _, gradients = value_and_gradients(
+                lambda: keras.ops.sum(keras.ops.cast(layer(x)[0], "float32")),
+                layer.trainable_weights,
+            )
             # The cell itself, stepped: each step's states keep the dtypes
             # of the initial states (keras.layers.RNN would cast them).
             steps = [layer.get_initial_state(x.shape[0])]
@@ -171,10 +184,10 @@ class CellContract:
         for step in steps:
             step_dtypes = [keras.backend.standardize_dtype(s.dtype) for s in step]
             assert step_dtypes == dtypes[1:]
-        output = np.asarray(keras.ops.cast(output, "float32"))
+        output = _numpy(keras.ops.cast(output, "float32"))
         assert np.all(np.isfinite(output))
         for gradient in gradients:
-            assert np.all(np.isfinite(keras.ops.convert_to_numpy(gradient)))
+            assert np.all(np.isfinite(_numpy(gradient)))
         np.testing.assert_allclose(output, expected, atol=MIXED_ATOL[policy])
 
     def test_wrong_input_rank(self):
