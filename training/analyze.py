@@ -49,13 +49,22 @@ def run_names(run_dirs):
 
     The folder's name, with as many parent folders as it takes to make the
     names differ (`lstm_m4-seed-0`, `lstm_m6-seed-0` for the runner's
-    `OUT/runs/ROW/seed-N`), so no run's picture or numbers replace another's.
+    `OUT/runs/ROW/seed-N`), so no run's picture or numbers replace another's;
+    they differ as file names too (`plots.file_name`, `preset:NAME`).
     """
+    from training import plots
+
     parts = [Path(d).resolve().parts for d in run_dirs]
     if len(set(parts)) < len(parts):
         raise ValueError("a run directory is given twice; expected each once.")
     depth = 1
-    while len({p[-depth:] for p in parts}) < len(parts):
+    while len({plots.file_name("-".join(p[-depth:])) for p in parts}) < len(parts):
+        if depth == max(map(len, parts)):
+            raise ValueError(
+                "two run directories' paths differ only in characters a file "
+                "name cannot hold (such as ':'); expected names that differ in "
+                "letters, digits, '_', '.' or '-'."
+            )
         depth += 1
     return ["-".join(p[-depth:]) for p in parts]
 
@@ -149,11 +158,16 @@ def analyze_pabs(run_dirs, out, init=False, across=False):
                 key = f"{a}{at} / {b}{at}"
                 angles[key] = pabs.cross_angles(kept[a + at], kept[b + at])
             title = f"Principal angles: {labels[a]} against {labels[b]}"
-            figures.append((f"{a} / {b}", f"pabs-{a}-vs-{b}.png", title))
+            file_name = plots.file_name(f"pabs-{a}-vs-{b}", ".png")
+            figures.append((f"{a} / {b}", file_name, title))
     else:
         angles = kept
         figures = [
-            (name, f"pabs-{name}.png", f"Principal angles: {labels[name]}")
+            (
+                name,
+                plots.file_name(f"pabs-{name}", ".png"),
+                f"Principal angles: {labels[name]}",
+            )
             for name in names
         ]
     plots.make_out_dir(out)
@@ -224,11 +238,11 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
                 tokens,
                 weights,
                 groups,
-                out / f"routing-{name}-{layer}.png",
+                out / plots.file_name(f"routing-{name}-{layer}", ".png"),
                 title=f"Routing: {run_label(name, recipe)}, {layer}",
                 choice_name="cell" if groups == ["alpha"] else "choice",
             )
-        plots.write_table(out / f"routing-{name}.csv", rows)
+        plots.write_table(out / plots.file_name(f"routing-{name}", ".csv"), rows)
         results[name] = rows
     return results
 
@@ -282,7 +296,7 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
         stack_actions.plot(
             [shown["tokens"] for shown in result["shown"]],
             traced,
-            out / f"stack-{name}.png",
+            out / plots.file_name(f"stack-{name}", ".png"),
             title=f"Stack actions: {run_label(name, recipe)}",
         )
     results = {name: result for name, _, result, _ in computed}

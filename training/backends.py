@@ -6,7 +6,7 @@ TensorFlow is always installed and JAX is the optional extra
 (`pip install ".[jax]"`). The backend is fixed per process by the
 `KERAS_BACKEND` environment variable, read when Keras is first imported:
 
-    KERAS_BACKEND=jax python -m training.train tiny_dyck_lstm
+    KERAS_BACKEND=jax python -m training.train tiny_dyck_lstm train.jit_compile=auto
 
 `require()` runs when `training` is imported (before Keras is), so a CLI
 asked for a backend whose package is missing says how to install it in one
@@ -108,6 +108,21 @@ def name():
 def is_tensorflow():
     """Whether Keras runs on TensorFlow here (`tf.distribute`, `tf.function`)."""
     return name() == "tensorflow"
+
+
+def widest_float():
+    """The widest float dtype Keras computes in here: `"float64"`, or
+    `"float32"` on JAX unless `jax_enable_x64` is on.
+
+    JAX's default is 32 bits: a float64 asked of it comes back float32 with
+    a warning ("Explicitly requested dtype float64 ... is not available"),
+    so exact NumPy-side scores ask for this instead of float64.
+    """
+    if name() != "jax":
+        return "float64"
+    import jax
+
+    return "float64" if jax.config.read("jax_enable_x64") else "float32"
 
 
 def describe(backend=None):

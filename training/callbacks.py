@@ -88,7 +88,7 @@ class TemperatureAnnealing(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         temperatures = []
         for cell in second_order_cells(self.model):
-            tau = float(keras.ops.convert_to_numpy(cell.temperature))
+            tau = float(keras.ops.convert_to_numpy(cell.temperature.value))
             tau = max(tau * self.factor, self.minimum)
             cell.temperature.assign(tau)
             temperatures.append(tau)
@@ -147,6 +147,20 @@ class EpochMetrics(keras.callbacks.Callback):
             return
         for name, value in self.measure().items():
             logs[self.prefix + name] = value
+
+
+def close_logs(callbacks):
+    """Closes the file of each `CSVLogger` in `callbacks` that is still open.
+
+    `CSVLogger` closes it in `on_train_end`, which an exception out of
+    `model.fit` skips: the file stayed open (a `ResourceWarning`, and one
+    handle more per failed trial in a long tuner process).
+    """
+    for callback in callbacks:
+        if isinstance(callback, keras.callbacks.CSVLogger):
+            file = getattr(callback, "csv_file", None)
+            if file is not None and not file.closed:
+                file.close()
 
 
 def write_atomically(path, text):
@@ -407,7 +421,7 @@ class RunBackup(keras.callbacks.Callback):
             "weights": weights.name,
             "callbacks": [_state_of(callback) for callback in self.tracked],
             "seed_generators": [
-                keras.ops.convert_to_numpy(generator.state).tolist()
+                keras.ops.convert_to_numpy(generator.state.value).tolist()
                 for generator in seed_generators(self.model)
             ],
             "log_size": log_size,

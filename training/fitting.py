@@ -15,7 +15,12 @@ import keras
 import tensorflow as tf
 
 from training import backends, compile_mode
-from training.callbacks import RunBackup, StopBelowLoss, TemperatureAnnealing
+from training.callbacks import (
+    RunBackup,
+    StopBelowLoss,
+    TemperatureAnnealing,
+    close_logs,
+)
 from training.task_protocol import TrainableTask
 from zoo import keras_compat
 
@@ -269,13 +274,16 @@ def fit(
         **fit_kwargs,
     }
     callbacks = [*callbacks, *backups]
-    if epoch_steps is not None:
-        return fit_epoch_lengths(
-            model, train_data, epoch_steps, callbacks, strategy, **arguments
+    try:
+        if epoch_steps is not None:
+            return fit_epoch_lengths(
+                model, train_data, epoch_steps, callbacks, strategy, **arguments
+            )
+        return model.fit(
+            train_data, steps_per_epoch=steps, callbacks=callbacks, **arguments
         )
-    return model.fit(
-        train_data, steps_per_epoch=steps, callbacks=callbacks, **arguments
-    )
+    finally:
+        close_logs(callbacks)  # after an exception too
 
 
 class OneTraining(keras.callbacks.CallbackList):

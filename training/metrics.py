@@ -25,6 +25,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from training import backends
 from training.data.dyck import FIRST_BRACKET_ID
 
 
@@ -129,7 +130,8 @@ def bracket_prediction_accuracy(
     Returns:
         A `BracketPredictionAccuracy`.
     """
-    probabilities = np.asarray(probabilities, dtype=np.float64)
+    # float64 where the backend has it (JAX: float32, not a truncation warning).
+    probabilities = np.asarray(probabilities, dtype=backends.widest_float())
     distances = np.asarray(distances)
     num_distances = int(distances.max(initial=0)) + 1
     correct, total = bracket_prediction_counts(

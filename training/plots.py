@@ -10,6 +10,7 @@ the inputs have passed their checks.
 
 import csv
 import os
+import re
 from pathlib import Path
 
 import matplotlib
@@ -56,19 +57,57 @@ def figure(
         height_ratios=height_ratios,
     )
     axes = list(axes[:, 0])
+    # Wrapped at the figure's edges: a long title (a run's name in it) would
+    # otherwise run off the figure, centred over an axes a legend narrows.
     if rows == 1:
         axes = axes[0]
-        axes.set_title(title)
+        axes.set_title(title, wrap=True)
         if xlabel:
             axes.set_xlabel(xlabel)
         if ylabel:
             axes.set_ylabel(ylabel)
     else:
-        fig.suptitle(title)
+        fig.suptitle(title, wrap=True)
     if source:
         fig.get_layout_engine().set(rect=(0, 0.06, 1, 0.94))
         fig.text(0.01, 0.01, source, fontsize=FONT_SIZE - 2, ha="left", va="bottom")
     return fig, axes
+
+
+def label_positions(ax, labels, fontsize=7, gap=4.0):
+    """Writes `labels` under the x positions 0, 1, ... of `ax`, as many as fit.
+
+    A mark longer than two characters (`START`, `<eos>`) stands upright, as
+    in the routing figure; then every n-th label is written, n the smallest
+    at which no two labels come closer than `gap` points (a character's
+    width tells neighbours apart), measured at the axes' laid-out width, so
+    any font, mark or string length fits. Call it once the figure is
+    complete (colour bar included). Returns n.
+    """
+    fig = ax.get_figure(root=True)
+    fig.draw_without_rendering()  # the layout: the axes' width in pixels
+    renderer = fig.canvas.get_renderer()
+    rotations = [90 if len(label) > 2 else 0 for label in labels]
+    widths = []
+    for label, rotation in zip(labels, rotations, strict=True):
+        text = fig.text(0, 0, label, fontsize=fontsize, rotation=rotation)
+        widths.append(text.get_window_extent(renderer).width)
+        text.remove()
+    low, high = ax.get_xlim()
+    per_position = ax.get_window_extent(renderer).width / abs(high - low)
+    gap = gap * fig.dpi / 72  # points to pixels
+    every = 1
+    while any(
+        (widths[i] + widths[i + every]) / 2 + gap > every * per_position
+        for i in range(0, len(labels) - every, every)
+    ):
+        every += 1
+    shown = range(0, len(labels), every)
+    ax.set_xticks(shown)
+    ax.set_xticklabels([labels[i] for i in shown], fontsize=fontsize)
+    for tick, i in zip(ax.get_xticklabels(), shown, strict=True):
+        tick.set_rotation(rotations[i])
+    return every
 
 
 def save(fig, path):
@@ -78,6 +117,16 @@ def save(fig, path):
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def file_name(stem, suffix=""):
+    """`stem` made safe as a file name on any system, then `suffix`.
+
+    Each run of characters other than letters, digits, `_`, `.` and `-`
+    becomes one `-`: `file_name("routing-preset:NAME", ".csv")` is
+    `routing-preset-NAME.csv` (no ':', which Windows and macOS refuse).
+    """
+    return re.sub(r"[^\w.-]+", "-", stem) + suffix
 
 
 def write_table(path, rows):

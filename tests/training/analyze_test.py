@@ -403,3 +403,22 @@ def test_ldpa_takes_a_dyck_rnn_preset(tmp_path):
     out = tmp_path / "ldpa"
     assert analyze.main(["ldpa", "preset:dyck_rnn_m4", "--out", str(out)]) == 0
     assert (out / "ldpa.csv").read_text().startswith("run,distance,ldpa,positions")
+
+
+def test_a_presets_pictures_and_tables_have_file_names_without_a_colon(tmp_path):
+    out = tmp_path / "routing"
+    argv = ["routing", "preset:second_order_lstm_dyck_m4", "--samples", "1"]
+    assert analyze.main([*argv, "--out", str(out)]) == 0
+    assert sorted(path.name for path in out.iterdir()) == [
+        "routing-preset-second_order_lstm_dyck_m4-second_order_lstm_0.png",
+        "routing-preset-second_order_lstm_dyck_m4.csv",
+    ]
+
+
+def test_runs_whose_names_differ_only_where_a_file_name_cannot_are_refused(
+    tmp_path,
+):
+    first, second = tmp_path / "run:1", tmp_path / "run?1"
+    assert analyze.run_names([first, tmp_path / "run-2"]) == ["run:1", "run-2"]
+    with pytest.raises(ValueError, match=r"^two run directories' paths differ only"):
+        analyze.run_names([first, second])

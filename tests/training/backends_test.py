@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.readme_test import bash_lines
 from tests.training import jax_runs
 from tests.training.reproduce_test import _metrics, _write_record
 from tests.training.tiny import TINY_TABLE
@@ -23,6 +24,7 @@ from tests.zoo.backend_processes import ROOT, needs, quiet_environment, run_modu
 from tests.zoo.backend_runs import stateful_checks
 from training import (
     backends,
+    compile_mode,
     fitting,
     generate,
     recipes,
@@ -41,7 +43,12 @@ needs_jax = needs("jax")
 def jax_out(tmp_path_factory):
     """The folder `jax_runs` filled on the JAX backend, and what it printed."""
     out = tmp_path_factory.mktemp("jax")
-    return out, run_module("jax", "tests.training.jax_runs", out)
+    # JAX's float64 truncation warning is an error: the runs ask for no float64
+    # (`backends.widest_float`), so it would point at the code that did.
+    no_float64 = "error:Explicitly requested dtype float64"
+    return out, run_module(
+        "jax", "tests.training.jax_runs", out, python_options=("-W", no_float64)
+    )
 
 
 @pytest.mark.processes
@@ -164,6 +171,38 @@ def test_reproduce_refuses_a_backend_that_is_not_installed(
     assert exit_info.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.endswith('pip install ".[jax]")') and "jax package" in line
+
+
+@needs_jax
+def test_widest_float_is_the_widest_the_backend_computes_in(monkeypatch):
+    import jax
+
+    assert backends.widest_float() == "float64"  # TensorFlow
+    monkeypatch.setattr(backends, "name", lambda: "jax")
+    assert backends.widest_float() == "float32"  # JAX's default: 32 bits
+    jax.config.update("jax_enable_x64", True)
+    try:
+        assert backends.widest_float() == "float64"
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def test_the_docs_jax_example_trains_with_xla_as_the_docs_say(monkeypatch):
+    # docs/scaling.md: XLA on JAX unless a recipe says false, as tiny_dyck_lstm
+    # does for TensorFlow; its JAX example asks for "auto", Keras's XLA.
+    page = (ROOT / "docs" / "scaling.md").read_text()
+    command = "KERAS_BACKEND=jax python -m training.train "
+    (line,) = [line for line in bash_lines(page) if line.startswith(command)]
+    name, *words = line.removeprefix(command).split()
+    overrides = [w for w in words if "=" in w and not w.startswith("--")]
+    recipe = recipes.resolve(name, "small", overrides)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    choice = compile_mode.choose(
+        recipe["train"]["jit_compile"], recipe["model"]["units"], 16, 10
+    )
+    assert choice == (True, "auto: Keras's choice on the jax backend")
+    printed = f"XLA: on ({choice.reason})"
+    assert f"`{printed}`" in " ".join(page.split())
 
 
 def test_tf_distribute_is_refused_in_one_line_on_other_backends(monkeypatch):

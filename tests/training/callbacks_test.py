@@ -139,7 +139,7 @@ class StateProbe(keras.callbacks.Callback):
         self.layer, self.zero = layer, []
 
     def on_train_batch_begin(self, batch, logs=None):
-        state = keras.ops.convert_to_numpy(self.layer.states[0])
+        state = keras.ops.convert_to_numpy(self.layer.states[0].value)
         self.zero.append(bool(np.all(state == 0)))
 
 

@@ -1,7 +1,8 @@
+import matplotlib.pyplot as plt
 import pytest
 
 from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe, train_text_run
-from training import runs
+from training import plots, runs
 from training.data import acceptability, corpora, dyck, files, one_edit, recognition
 
 
@@ -50,3 +51,19 @@ def tiny_table(tmp_path):
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_TABLE)
     return path
+
+
+@pytest.fixture
+def drawn_figures(monkeypatch):
+    """The figures `plots.save` is given, drawn and kept open instead of written."""
+    figures = []
+
+    def keep(fig, path):
+        fig.draw_without_rendering()  # as saving lays it out
+        figures.append(fig)
+        return path
+
+    monkeypatch.setattr(plots, "save", keep)
+    yield figures
+    for fig in figures:
+        plt.close(fig)

@@ -57,6 +57,20 @@ def test_fit_compiles_and_trains_for_the_recipes_steps():
     assert int(model.optimizer.iterations) == 2
 
 
+def test_fit_closes_the_csv_log_when_training_stops_with_an_exception(tmp_path):
+    task = make_task(tiny_recipe("dyck", extra=["train.max_steps_per_epoch=2"]))
+    model = task.build_model()
+    log = keras.callbacks.CSVLogger(str(tmp_path / "log.csv"))
+
+    class Kill(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        fitting.fit(model, task, callbacks=[log, Kill()], epochs=1)
+    assert log.csv_file.closed  # on_train_end, which closes it, never came
+
+
 def test_fit_refuses_arguments_the_data_decide():
     task = make_task(tiny_recipe("dyck"))
     with pytest.raises(ValueError, match="data decide batch_size, x; expected none"):

@@ -331,7 +331,8 @@ def test_evaluation_temperature_is_set_on_the_loaded_model(tmp_path):
     model.save_weights(tmp_path / "w.weights.h5")
     loaded = load_best(task, tmp_path / "w.weights.h5")
     (cell,) = [layer.cell for layer in loaded.layers if hasattr(layer, "cell")]
-    assert float(keras.ops.convert_to_numpy(cell.temperature)) == pytest.approx(0.01)
+    temperature = keras.ops.convert_to_numpy(cell.temperature.value)
+    assert float(temperature) == pytest.approx(0.01)
 
 
 def test_recognition_evaluation_reports_strict_and_final_step_accuracy():

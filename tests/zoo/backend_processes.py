@@ -34,14 +34,14 @@ def quiet_environment(**changes):
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **changes}
 
 
-def run_module(backend, module, *args, timeout=600):
-    """`python -m module *args` on `backend`; returns what it printed.
+def run_module(backend, module, *args, timeout=600, python_options=()):
+    """`python [python_options] -m module *args` on `backend`; returns its output.
 
     Fails the calling test with the end of its standard error unless it
     exits with status 0.
     """
     done = subprocess.run(
-        [sys.executable, "-m", module, *map(str, args)],
+        [sys.executable, *python_options, "-m", module, *map(str, args)],
         cwd=ROOT,
         env=quiet_environment(KERAS_BACKEND=backend),
         capture_output=True,

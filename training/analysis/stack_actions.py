@@ -127,7 +127,7 @@ def plot(tokens, traces, path, title="Stack actions per step"):
         height_ratios=[3, 1] * len(traces),
     )
     image = None
-    for index, (string, traced) in enumerate(zip(tokens, traces, strict=True)):
+    for index, traced in enumerate(traces):
         actions, top = traced["actions"], traced["stack_top"]
         ax, top_ax = axes[2 * index], axes[2 * index + 1]
         image = ax.imshow(
@@ -148,10 +148,9 @@ def plot(tokens, traces, path, title="Stack actions per step"):
         )
         top_ax.set_yticks([])
         top_ax.set_ylabel("stack top")
-        every = -(-len(string) // 40)  # at most 40 labels: long strings thinned
-        top_ax.set_xticks(range(0, len(string), every))
-        top_ax.set_xticklabels(string[::every], fontsize=7)
     axes[-1].set_xlabel("token read (red and blue: stack top value, 0 white)")
     axes[0].legend(loc="upper right", fontsize=8)
     fig.colorbar(image, ax=axes, label="action probability", shrink=0.6)
+    for string, top_ax in zip(tokens, axes[1::2], strict=True):
+        plots.label_positions(top_ax, list(string))  # long strings thinned
     return plots.save(fig, path)

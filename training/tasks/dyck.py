@@ -4,6 +4,7 @@ import functools
 
 import keras
 
+from training import backends
 from training import metrics as metrics_lib
 from training.callbacks import EpochMetrics
 from training.compiled import compiled
@@ -121,7 +122,7 @@ class DyckTask(Task):
 
         As `val_wcpa` and `val_mean_ldpa` (`EPOCH_METRICS`), measured as
         `evaluate` measures them (`metrics.bracket_prediction_counts`, in
-        float64 on TensorFlow) on the model as it is at the epoch's end: a
+        `backends.widest_float()`) on the model as it is at the epoch's end: a
         second-order LSTM at its training temperature, as `val_loss` is.
         One compiled call over the whole split, as the validation step's.
         """
@@ -134,8 +135,8 @@ class DyckTask(Task):
     def _validation_bracket_accuracy(self, model):
         arrays = self.arrays["valid"]
         num_distances = int(arrays.distances.max(initial=0)) + 1
-        # NumPy scores in float64 (`evaluate`); JAX has no float64 by default.
-        dtype = "float64" if keras.backend.backend() == "tensorflow" else "float32"
+        # As `evaluate` scores: float64 where the backend has it.
+        dtype = backends.widest_float()
 
         def counts(inputs, close_targets, distances):
             outputs = model(inputs, training=False)

@@ -185,7 +185,7 @@ class SecondOrderLSTMCell(LSTMGates, ZooCell):
         config.update(
             {
                 "num_cells": self.num_cells,
-                "temperature": float(ops.convert_to_numpy(self.temperature)),
+                "temperature": float(ops.convert_to_numpy(self.temperature.value)),
                 "routing": self.routing,
                 "assignment": self.assignment,
                 **self.lstm_gates_config(),

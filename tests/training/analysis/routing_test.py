@@ -78,6 +78,22 @@ def test_plot_writes_a_png(tmp_path):
     assert path.stat().st_size > 0
 
 
+def test_a_long_title_is_wrapped_inside_the_figure(drawn_figures):
+    # A preset's name made the title wider than the axes the legend narrows.
+    title = (
+        "Routing: second_order_lstm (preset:second_order_lstm_dyck_m4), "
+        "second_order_lstm_0"
+    )
+    tokens = [["START", *["(a", "(b", "b)", "a)"] * 10]] * 4
+    weights = np.random.default_rng(0).dirichlet([1, 1], size=(4, 41, 1))
+    routing.plot(tokens, weights, ["alpha"], "r.png", title)
+    (fig,) = drawn_figures
+    (ax,) = fig.axes
+    box, frame = ax.title.get_window_extent(), fig.bbox
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and box.y1 <= frame.y1
+    assert ax.title.get_text() == title  # wrapped when drawn, not rewritten
+
+
 def test_a_model_without_routing_is_refused():
     with pytest.raises(ValueError, match="second_order_lstm, mmrnn or mmlstm"):
         routing.routing_weights(zoo.language_model("lstm", 5, 3), np.ones((1, 2)))

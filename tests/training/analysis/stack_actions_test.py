@@ -1,3 +1,5 @@
+import itertools
+
 import keras
 import numpy as np
 import pytest
@@ -67,6 +69,27 @@ def test_plot_writes_a_png(tmp_path):
     traced = stack_actions.trace(always_push("stack_rnn"), ids)
     tokens = [["START", "(a", "(b", "b)", "a)", "END"]]
     assert stack_actions.plot(tokens, traced, tmp_path / "stack.png").is_file()
+
+
+def test_token_labels_fit_side_by_side_whatever_the_length(drawn_figures):
+    rng = np.random.default_rng(0)
+    lengths = (6, 41, 81)  # every token labelled; thinned; thinned more
+    tokens = [["START", *(["(a", "(b", "b)", "a)"] * 20)[: n - 1]] for n in lengths]
+    traced = [
+        {"actions": rng.dirichlet([1, 1, 1], n), "stack_top": rng.normal(size=(n, 4))}
+        for n in lengths
+    ]
+    stack_actions.plot(tokens, traced, "stack.png")
+    (fig,) = drawn_figures
+    shown = []
+    for top_ax in fig.axes[1:6:2]:  # each string's stack-top panel
+        labels = [t for t in top_ax.get_xticklabels() if t.get_text()]
+        boxes = [t.get_window_extent() for t in labels]
+        assert all(a.x1 < b.x0 for a, b in itertools.pairwise(boxes))
+        assert all(fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 for b in boxes)
+        assert labels[0].get_text() == "START" and labels[0].get_rotation() == 90
+        shown.append(len(labels))
+    assert shown[0] == 6 and shown[0] < shown[2] < 81 and shown[1] < 41
 
 
 def test_a_recognizer_without_a_stack_is_refused():
