@@ -20,6 +20,12 @@ its output:
   times (`0s`, `14ms/step`: they depend on the machine's load).
 
 Regenerate the blocks from a real run when the command's output changes.
+
+docs/tuning.md's example search takes over a minute and its `val_loss`
+varies in the third decimal between runs, so it is not rerun here: its block
+says when and how it was generated, and a default-run test checks that its
+table is what the search's formatter (`tuning.search.format_table`) makes
+of that run's recorded trials, and that its best-trial line names the best.
 """
 
 import os
@@ -29,6 +35,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tuning import search
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -182,3 +190,37 @@ def test_readme_sample_output_is_what_the_first_command_prints(readme_run):
 def test_evaluation_page_counts_are_the_readme_runs_valid_report(readme_run):
     reason = mismatch(evaluation_block(), readme_run)
     assert reason is None, f"docs/evaluation.md's valid report is stale: {reason}"
+
+
+# The trials of docs/tuning.md's example search, as `trial_rows` gave them
+# on 2026-11-27 (scores from each trial's trial.json).
+TUNING_TRIALS = [
+    ("0", "mlstm", None, 0.0004759832850429873, 31, 10_013, 0.35002192854881287),
+    ("1", "mmlstm", 2, 0.000423211524914779, 27, 10_058, 0.3404370844364166),
+    ("2", "mlstm", None, 0.005995204010597745, 31, 10_013, 0.22582599520683289),
+    ("3", "mmlstm", 4, 0.0008033537310720251, 20, 10_101, 0.33216121792793274),
+]
+
+
+def test_tuning_page_table_is_the_search_formatter_on_its_recorded_trials():
+    names = ("cell", "num_choices", "learning_rate", "units", "parameters")
+    rows = [
+        {
+            "trial": trial,
+            "status": "completed",
+            **dict(zip(names, values, strict=True)),
+            "val_loss": loss,
+        }
+        for trial, *values, loss in TUNING_TRIALS
+    ]
+    table = search.format_table(rows).splitlines()
+    blocks = [b for b in text_blocks(ROOT / "docs/tuning.md") if table[0] in b]
+    assert len(blocks) == 1, blocks
+    block = blocks[0]
+    start = block.index(table[0])
+    assert block[start : start + len(table)] == table
+    best = min(rows, key=lambda row: row["val_loss"])
+    assert (
+        f"Best trial {best['trial']}: val_loss {best['val_loss']:.4g}, "
+        in "\n".join(block)
+    )
