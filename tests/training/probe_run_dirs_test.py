@@ -210,7 +210,7 @@ def export_leaves_a_users_partial_folder(probe):
 
 @row
 def preset_leaves_a_users_partial_folder(probe):
-    leaves_a_users_partial_folder(probe, preset.save_preset)
+    leaves_a_users_partial_folder(probe, preset_builder.save_preset)
 
 
 # 3. A malformed backup wiped progress or was taken as finished.
@@ -315,7 +315,7 @@ def interrupted_commands_end_in_one_line_with_130(probe):
     commands = [
         (runs, "train_run", train.main, ["tiny_dyck_lstm", "--run-dir", "r"]),
         (saved_model, "export_run", export.main, [finished, "o"]),
-        (preset, "save_preset", preset.main, [finished, "p"]),
+        (preset_builder, "save_preset", preset.main, [finished, "p"]),
         (evaluate, "evaluate_run", evaluate.main, [finished]),
         (generate, "sample", generate.main, [finished, "--prompt", "("]),
         (reproduce, "_prepare", reproduce.main, ["mm_dyck", "--out", "out"]),
