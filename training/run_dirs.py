@@ -25,12 +25,15 @@ Its state (`state`), read from which files exist:
 A preset or card is made only from a `FINISHED` run (`check_finished`).
 `lock_run_dir` holds a run directory for one process; `scratch_beside` and
 `replace_folder` write a folder beside its target and move it into place,
-for exports and presets.
+for exports and presets. `write_json` and `read_json` write a run's JSON
+files atomically and read them back, each failure one line.
 """
 
 import contextlib
 import errno
 import fcntl
+import json
+import math
 import os
 import re
 import secrets
@@ -39,7 +42,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from training.callbacks import RunBackup, backup_field_error
+from training.callbacks import RunBackup, backup_field_error, write_atomically
 
 RECIPE, VOCABULARY, BEST, METRICS = (
     "recipe.json",
@@ -80,6 +83,49 @@ NEW, UNFINISHED, INTERRUPTED, FINISHED, PROMOTING = (
 
 class RunError(ValueError):
     """A run directory is missing or incomplete; the message is one line."""
+
+
+def write_json(path, value):
+    """Writes `value` as JSON at `path`, atomically (a reader never sees half a
+    file); a one-line `RunError`, and nothing written, if it holds a NaN or an
+    infinity (which JSON cannot hold)."""
+    try:
+        text = json.dumps(value, indent=2, sort_keys=True, allow_nan=False)
+    except ValueError:
+        where, number = _first_non_finite(value)
+        raise RunError(
+            f"Not writing {str(path)!r}: {where} is {number}, which JSON cannot "
+            "hold; expected finite numbers."
+        ) from None
+    write_atomically(path, text + "\n")
+
+
+def _first_non_finite(value, where=""):
+    """`(where, number)` of the first NaN or infinity in `value`, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where or "the value", value
+    if isinstance(value, dict):
+        items = ((f"{where}.{key}".lstrip("."), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{where}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for inner, item in items:
+        found = _first_non_finite(item, inner)
+        if found:
+            return found
+    return None
+
+
+def read_json(path):
+    """The JSON value in `path`; a one-line `RunError` naming it if it is not JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RunError(
+            f"{str(path)!r} is not valid JSON ({error}); expected the file "
+            "python -m training.train wrote."
+        ) from None
 
 
 @contextlib.contextmanager

@@ -18,7 +18,6 @@ which folders training may write and in which state a run is.
 
 import collections
 import contextlib
-import json
 import math
 import shutil
 import tempfile
@@ -29,9 +28,9 @@ import keras
 
 import zoo
 from training import backends, compile_mode, file_schema, fitting, recipes, run_dirs
-from training.callbacks import AtomicModelCheckpoint, RunBackup, write_atomically
+from training.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
-from training.run_dirs import (  # noqa: F401 (RunError: this module's API too)
+from training.run_dirs import (  # noqa: F401 (re-exported: this module's API too)
     BACKUP,
     BEST,
     JIT_COMPILE,
@@ -44,6 +43,8 @@ from training.run_dirs import (  # noqa: F401 (RunError: this module's API too)
     VOCABULARY,
     RunError,
     lock_run_dir,
+    read_json,
+    write_json,
 )
 from training.tasks import make_task
 from zoo.tensorflow_steps import groups_steps
@@ -63,49 +64,6 @@ Run = collections.namedtuple("Run", ["recipe", "vocabulary", "task", "model"])
 Run.__doc__ = (
     """A finished run: its recipe, vocabulary, task (no data read) and model."""
 )
-
-
-def write_json(path, value):
-    """Writes `value` as JSON at `path`, atomically (a reader never sees half a
-    file); a one-line `RunError`, and nothing written, if it holds a NaN or an
-    infinity (which JSON cannot hold)."""
-    try:
-        text = json.dumps(value, indent=2, sort_keys=True, allow_nan=False)
-    except ValueError:
-        where, number = _first_non_finite(value)
-        raise RunError(
-            f"Not writing {str(path)!r}: {where} is {number}, which JSON cannot "
-            "hold; expected finite numbers."
-        ) from None
-    write_atomically(path, text + "\n")
-
-
-def _first_non_finite(value, where=""):
-    """`(where, number)` of the first NaN or infinity in `value`, or None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return where or "the value", value
-    if isinstance(value, dict):
-        items = ((f"{where}.{key}".lstrip("."), item) for key, item in value.items())
-    elif isinstance(value, (list, tuple)):
-        items = ((f"{where}[{index}]", item) for index, item in enumerate(value))
-    else:
-        return None
-    for inner, item in items:
-        found = _first_non_finite(item, inner)
-        if found:
-            return found
-    return None
-
-
-def read_json(path):
-    """The JSON value in `path`; a one-line `RunError` naming it if it is not JSON."""
-    try:
-        return json.loads(Path(path).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise RunError(
-            f"{str(path)!r} is not valid JSON ({error}); expected the file "
-            "python -m training.train wrote."
-        ) from None
 
 
 def read_recipe(path):
