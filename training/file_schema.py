@@ -426,16 +426,16 @@ REMEASURE = _Remeasure(
     },
     required=("metric", "value", "fresh_data", "tolerance"),
 )
+# Metadata only: the recipe and the metrics are the preset's recipe.json and
+# metrics.json, checked as a run's are (a card that copies them is refused).
 CARD = Table(
     {
         "name": Text(),
         "description": Text(),
         "task": Text(),
         "cell": Text(),
-        "recipe": Recipe(),
         "command": Text(nullable=True),
         "seed": Number(0, integer=True),
-        "metrics": METRICS,
         "table": Either(
             Null(),
             Table(
@@ -456,7 +456,19 @@ CARD = Table(
         "remeasure": REMEASURE,
         "versions": Table(others=Text()),
     },
-    required=("name", "recipe", "remeasure"),
+    required=(
+        "name",
+        "description",
+        "task",
+        "cell",
+        "command",
+        "seed",
+        "table",
+        "parameters",
+        "size_bytes",
+        "remeasure",
+        "versions",
+    ),
 )
 
 # A search's settings (`tuning.search`): compared key by key when resumed.

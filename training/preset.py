@@ -6,7 +6,7 @@
 
 OUT_DIR receives the preset (`zoo.presets` describes its files); with
 `OUT_DIR = zoo/presets/NAME` it is a built-in preset, which
-`zoo.load_preset("NAME")` and `preset:NAME` find. `--table`/`--row` name the
+`zoo.from_preset("NAME")` and `preset:NAME` find. `--table`/`--row` name the
 reproduction table row the run is a seed of; the run's recipe is checked to
 be that row's at its seed, and the card's retraining command is the row's.
 Without them the command is the recipe with the overrides that make it.

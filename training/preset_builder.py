@@ -186,7 +186,7 @@ def remeasure(preset):
     card = file_schema.check(zoo.preset_card(directory), file_schema.CARD, card_path)
     plan = card["remeasure"]
     run = runs.load_run(directory)
-    task = make_task(fresh_recipe(run.recipe, plan), vocabulary=run.vocabulary)
+    task = make_task(fresh_recipe(run.recipe, plan), vocabulary=run.task.vocabulary)
     split = plan["metric"].split(".")[0]
     if split not in task.splits:
         raise ValueError(
@@ -210,8 +210,10 @@ def save_preset(
     """Writes the preset of a finished run to `path`; returns its card.
 
     The model is the run's best, rebuilt in float32 from the recipe and
-    saved without its optimizer; `vocabulary.json`, `recipe.json` and
-    `metrics.json` are the run's; `card.json` and `README.md` describe it.
+    saved without its optimizer; `vocabulary.json` (the tokenizer),
+    `recipe.json` (the config) and `metrics.json` are the run's;
+    `card.json` (metadata only: no copy of the recipe or the metrics) and
+    `README.md` describe it.
     The run must be finished (`run_dirs.check_finished`: its metrics and
     model describe one model; a run trained again meanwhile is refused).
     The preset is written into a folder of this process's own beside `path`
@@ -290,10 +292,8 @@ def save_preset(
             else f"{table_entry['title']}, row {table_entry['row']}",
             "task": task_summary(recipe),
             "cell": recipe["model"]["cell"],
-            "recipe": recipe,
             "command": None if command is None else shlex.join(command),
             "seed": recipe["train"]["seed"],
-            "metrics": {k: v for k, v in metrics.items() if k not in runs.EXECUTION},
             "table": table_entry,
             "parameters": {"total": run.model.count_params(), "trainable": trainable},
             "size_bytes": (partial / runs.BEST).stat().st_size,
@@ -301,7 +301,8 @@ def save_preset(
             "versions": {"keras": keras.__version__, "tensorflow": tf.__version__},
         }
         runs.write_json(partial / zoo.presets.loading.CARD, card)
-        (partial / zoo.presets.loading.README).write_text(model_card(card))
+        readme = model_card(card, recipe, metrics)
+        (partial / zoo.presets.loading.README).write_text(readme)
         if run_dirs.stamp(source) != stamp:  # trained again while read
             raise runs.RunError(
                 f"Run directory {str(source)!r} changed while it was read (a "
@@ -323,15 +324,24 @@ def _write_run_files(source, partial, run, recipe):
     """The model (float32, no optimizer), recipe, vocabulary and metrics.
 
     The vocabulary names its text conventions, a run's from before they were
-    recorded too (`zoo.load_preset(...).tokenizer` reads them).
+    recorded too (`zoo.from_preset(...).tokenizer` reads them).
     """
     from training import runs
 
     run.model.save(partial / runs.BEST)
     runs.write_json(partial / runs.RECIPE, recipe)
-    run.vocabulary.conventions = run.task.tokenizer().conventions
-    (partial / runs.VOCABULARY).write_text(run.vocabulary.to_json())
+    run.task.vocabulary.conventions = run.tokenizer.conventions
+    (partial / runs.VOCABULARY).write_text(run.task.vocabulary.to_json())
     shutil.copyfile(source / runs.METRICS, partial / runs.METRICS)
+
+
+def _splits(metrics):
+    """The splits of a run's `metrics`, without how it executed its steps."""
+    from training import runs
+
+    return {
+        k: v for k, v in metrics.items() if k not in (*runs.EXECUTION, runs.BACKEND)
+    }
 
 
 def headline(card):
@@ -347,8 +357,9 @@ def _paper_value(value):
     return f"{value:g}"
 
 
-def model_card(card):
-    """The card as Markdown (the preset's README.md)."""
+def model_card(card, recipe, metrics):
+    """The card as Markdown (the preset's README.md), with the units of the
+    run's `recipe` and the table of its `metrics` (metrics.json's)."""
     parameters = card["parameters"]
     lines = [
         f"# {card['name']}",
@@ -356,7 +367,7 @@ def model_card(card):
         card["description"],
         "",
         f"- Task: {card['task']}",
-        f"- Cell: `{card['cell']}`, {card['recipe']['model']['units']} units; "
+        f"- Cell: `{card['cell']}`, {recipe['model']['units']} units; "
         f"{parameters['total']:,} parameters ({parameters['trainable']:,} "
         "trainable)",
         f"- Seed: {card['seed']}",
@@ -373,7 +384,7 @@ def model_card(card):
         )
     lines += ["", "## Metrics as measured after training", ""]
     lines += ["| split | metric | value |", "|---|---|---|"]
-    for split, values in card["metrics"].items():
+    for split, values in _splits(metrics).items():
         for key, value in values.items():
             if isinstance(value, int):
                 lines.append(f"| {split} | {key} | {value:,} |")
@@ -414,8 +425,8 @@ def model_card(card):
         "```python",
         "import zoo",
         "",
-        f'preset = zoo.load_preset("{card["name"]}")  # or a path to this folder',
-        'preset.model, preset.vocabulary["tokens"], preset.card',
+        f'preset = zoo.from_preset("{card["name"]}")  # or a path to this folder',
+        "preset.model, preset.tokenizer, preset.config, preset.card",
         "```",
         "",
         f"Every CLI that reads a run reads it as `preset:{card['name']}`, e.g. "

@@ -60,10 +60,9 @@ EXECUTION = (JIT_COMPILE, STEPS_PER_EXECUTION, GROUPED_STEPS)
 # Where a CLI takes a run directory, `preset:NAME` takes a preset (`check_run`).
 PRESET_PREFIX = "preset:"
 
-Run = collections.namedtuple("Run", ["recipe", "vocabulary", "task", "model"])
-Run.__doc__ = (
-    """A finished run: its recipe, vocabulary, task (no data read) and model."""
-)
+Run = collections.namedtuple("Run", ["recipe", "tokenizer", "task", "model"])
+Run.__doc__ = """A finished run: its recipe, tokenizer (`zoo.tokenizer.Tokenizer`),
+task (no data read; `task.vocabulary` is the training `Vocabulary`) and model."""
 
 
 def read_recipe(path):
@@ -380,6 +379,12 @@ def load_best(task, path):
             f"{str(path)!r} cannot be read ({reason}); expected a .keras file "
             "written by python -m training.train (train the run again)."
         ) from None
+    return for_evaluation(task, model)
+
+
+def for_evaluation(task, model):
+    """`model` (with its trained weights) as the task evaluates it: with
+    `train.eval_temperature`, every second-order cell set to that tau."""
     temperature = task.recipe["train"]["eval_temperature"]
     if temperature is not None:
         zoo.set_temperature(model, temperature)
@@ -388,13 +393,29 @@ def load_best(task, path):
 
 def load_vocabulary(run_dir):
     """The `Vocabulary` a run directory saved."""
-    path = Path(run_dir) / VOCABULARY
+    with _loader_errors():
+        return _vocabulary(zoo.presets.PresetLoader(run_dir))
+
+
+@contextlib.contextmanager
+def _loader_errors():
+    """The preset loader's one-line errors as `RunError`s."""
     try:
-        return Vocabulary.from_json(path.read_text())
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+        yield
+    except ValueError as error:
+        raise RunError(str(error)) from None
+
+
+def _vocabulary(loader):
+    """The training `Vocabulary` of `loader`'s `vocabulary.json`."""
+    config = loader.vocabulary()
+    try:
+        return Vocabulary.from_config(config)
+    except (ValueError, KeyError, TypeError) as error:
         raise RunError(
-            f"{str(path)!r} cannot be read ({type(error).__name__}: {error}); "
-            "expected the vocabulary python -m training.train wrote."
+            f"{str(loader.directory / VOCABULARY)!r} cannot be read ("
+            f"{type(error).__name__}: {error}); expected the vocabulary "
+            "python -m training.train wrote."
         ) from None
 
 
@@ -426,14 +447,18 @@ def initial_model(run_dir):
 
 
 def load_run(run_dir, precision=None):
-    """Returns the `Run` (recipe, vocabulary, task, model) of a finished run.
+    """Returns the `Run` (recipe, tokenizer, task, model) of a finished run.
 
-    Reads `recipe.json`, `vocabulary.json` and `best.keras` only: the task is
-    made with the saved vocabulary and reads no data until asked to (its
-    `evaluate` does), so export and generation work without the data
-    directory. The model is rebuilt from the recipe (stateless) and given the
-    best weights, so it works at any batch size; `run.task.build_model(
-    stateful=True, batch_size=...)` rebuilds it in other forms.
+    Reads `recipe.json`, `vocabulary.json` and `best.keras` only, through the
+    preset loader (`zoo.presets.PresetLoader`; `run_dir` may be a preset:
+    `preset:NAME`, `preset:PATH` or its folder): the task is made with the
+    saved vocabulary and reads no data until asked to (its `evaluate`
+    does), so export and generation work without the data directory. The
+    model is rebuilt from the recipe (stateless) and given the best
+    weights, so it works at any batch size; `run.task.build_model(
+    stateful=True, batch_size=...)` rebuilds it in other forms. The
+    tokenizer is the one `zoo.from_preset` gives (in the task's conventions
+    where the vocabulary names none).
 
     Args:
         run_dir: The run directory.
@@ -443,7 +468,10 @@ def load_run(run_dir, precision=None):
             Default: the run's own `train.precision`.
     """
     run_dir = check_run(run_dir)
-    recipe = read_recipe(run_dir / RECIPE)
+    with _loader_errors():
+        loader = zoo.presets.PresetLoader(run_dir)
+        config = loader.config()
+    recipe = file_schema.check(config, file_schema.Recipe(), run_dir / RECIPE, RunError)
     if precision is not None:
         if precision not in recipes.PRECISIONS:
             raise ValueError(
@@ -451,6 +479,8 @@ def load_run(run_dir, precision=None):
                 f"{', '.join(recipes.PRECISIONS)}."
             )
         recipe["train"]["precision"] = precision
-    vocabulary = load_vocabulary(run_dir)
-    task = make_task(recipe, vocabulary=vocabulary)
-    return Run(recipe, vocabulary, task, load_best(task, run_dir / BEST))
+    with _loader_errors():
+        task = make_task(recipe, vocabulary=_vocabulary(loader))
+        model = loader.load_model(task.build_model(stateful=False))
+        tokenizer = loader.tokenizer(task.conventions)
+    return Run(recipe, tokenizer, task, for_evaluation(task, model))

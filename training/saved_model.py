@@ -234,7 +234,7 @@ def export_run(run_dir, out_dir):
     try:
         export_model(
             run.model,
-            run.task.tokenizer(),
+            run.tokenizer,
             partial,
             start_id=run.task.start_id,
             head=run.task.head,

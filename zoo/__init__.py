@@ -13,7 +13,7 @@ from zoo.models import (
     reset_states,
     trace_recognizer,
 )
-from zoo.presets import load_preset, preset_card
+from zoo.presets import from_preset, load_preset, preset_card
 from zoo.registry import (
     available_cells,
     cell_takes_vocab_size,
@@ -32,6 +32,7 @@ __all__ = [
     "get_cell",
     "get_cell_class",
     "hybrid_recognition_loss",
+    "from_preset",
     "language_model",
     "load_preset",
     "preset_card",

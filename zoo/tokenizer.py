@@ -10,7 +10,7 @@ Python and inside an exported SavedModel (`id_tensor`), where an unknown
 token fails with the same message.
 
 TensorFlow is imported with this module, which `import zoo` does not import
-(`zoo.load_preset(...).tokenizer` does), so zoo on another Keras backend
+(`zoo.from_preset(...).tokenizer` does), so zoo on another Keras backend
 needs TensorFlow only to tokenize text.
 """
 
@@ -72,7 +72,7 @@ class Tokenizer(SpecialTokens, tf.Module):
 
     Example:
 
-    >>> tokenizer = zoo.load_preset("mlstm_ptb_char").tokenizer
+    >>> tokenizer = zoo.from_preset("mlstm_ptb_char").tokenizer
     >>> tokenizer("It's 5%.")
     [8, 4, 2, 29, 9, 2, 27, 2, 27]
     >>> tokenizer.detokenize([8, 4, 2, 29, 9, 2, 27, 2, 27])

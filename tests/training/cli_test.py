@@ -115,7 +115,7 @@ CASES = [
     # training.evaluate
     ("evaluate", ["{tmp}/none"], "does not exist"),
     ("evaluate", ["{truncated}"], "best.keras' cannot be read"),
-    ("evaluate", ["{badrecipe}"], "recipe.json' is not valid JSON"),
+    ("evaluate", ["{badrecipe}"], "recipe.json' cannot be read"),
     ("evaluate", ["{badvocab}"], "vocabulary.json' cannot be read"),
     ("evaluate", ["{dyck}", "--split", "nope"], "Unknown split 'nope'"),
     ("evaluate", ["{dyck}", "--dynamic", "--learning-rate", "nan"],

@@ -39,13 +39,13 @@ PROMPT = "the cat"
 
 def language_model_results(run_dir):
     """What the checks compute on the language model, on either backend."""
-    _, vocabulary, task, model = runs.load_run(run_dir)
+    _, _, task, model = runs.load_run(run_dir)
     ids = task.encoded["test"].ids
     losses = scoring.token_losses(task.build_model, model, ids, rows=2, segment=7)
     evaluated = dynamic.dynamic_evaluation(
         task.build_model, model, ids, learning_rate=0.5, segment=9
     )
-    scores, _ = targeted_syntax.score_sentences(model, vocabulary, SENTENCES)
+    scores, _ = targeted_syntax.score_sentences(model, task.vocabulary, SENTENCES)
     return {
         "lm_losses": losses,
         "lm_dynamic": np.array(

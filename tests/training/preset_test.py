@@ -1,5 +1,6 @@
 import json
 import shlex
+import shutil
 
 import numpy as np
 import pytest
@@ -10,13 +11,16 @@ from training import (
     analyze,
     evaluate,
     export,
+    file_schema,
     generate,
     preset,
     preset_builder,
     recipes,
     runs,
     saved_model,
+    table_schema,
 )
+from zoo.tokenizer import Tokenizer
 
 
 def recipe_of(command):
@@ -39,7 +43,9 @@ def test_the_dyck_preset_reproduces_its_card_on_fresh_data():
     card = zoo.preset_card("dyck_rnn_m4")
     assert plan == card["remeasure"] and plan["metric"] == "test.wcpa"
     assert plan["data_seed"] != card["seed"] and plan["sequences"] >= 1000
-    assert abs(value - card["metrics"]["test"]["wcpa"]) <= plan["tolerance"]
+    metrics = runs.read_json(zoo.presets.preset_dir("dyck_rnn_m4") / "metrics.json")
+    assert plan["value"] == metrics["test"]["wcpa"]
+    assert abs(value - plan["value"]) <= plan["tolerance"]
 
 
 @pytest.mark.slow
@@ -50,7 +56,7 @@ def test_every_preset_reproduces_its_card(name, monkeypatch):
 
     if not zoo.preset_card(name)["remeasure"]["fresh_data"]:
         # A language model is re-measured on its corpus's test split.
-        corpus = zoo.preset_card(name)["recipe"]["task"]["corpus"]
+        corpus = zoo.presets.PresetLoader(name).config()["task"]["corpus"]
         if not SHARED.is_dir():
             pytest.skip(f"{SHARED} not found: set ZOO_DATA_DIR to the {corpus} corpus")
         monkeypatch.setenv(files.ENV_VAR, str(SHARED))
@@ -61,31 +67,121 @@ def test_every_preset_reproduces_its_card(name, monkeypatch):
 def test_a_saved_preset_is_the_run_with_its_card(dyck_run, dyck_preset):
     folder, card = dyck_preset
     run = runs.load_run(dyck_run)
-    loaded = zoo.load_preset(folder)
+    loaded = zoo.from_preset(folder)
     assert loaded.card == card == json.loads((folder / "card.json").read_text())
+    file_schema.check(card, file_schema.CARD, folder / "card.json")
     ids = np.array([[1, 3, 4, 6, 5, 2]], "int32")
     np.testing.assert_allclose(loaded.model(ids), run.model(ids), atol=1e-6)
-    assert loaded.vocabulary["tokens"] == run.vocabulary.tokens
+    assert loaded.tokenizer.get_config() == run.tokenizer.get_config()
+    assert loaded.config == run.recipe
     assert getattr(loaded.model, "optimizer", None) is None  # none shipped
     # The command retrains this recipe, seed included.
     assert recipe_of(card["command"]) == run.recipe
     assert f"train.seed={run.recipe['train']['seed']}" in card["command"]
+    # The card is metadata: the recipe and metrics are the run's files.
     metrics = runs.read_json(dyck_run / "metrics.json")
-    assert card["metrics"] == {
-        k: v
-        for k, v in metrics.items()
-        if k not in ("jit_compile", "steps_per_execution", "grouped_steps")
-    }
-    assert card["recipe"] == run.recipe and card["seed"] == 0
+    assert runs.read_json(folder / "metrics.json") == metrics
+    assert "recipe" not in card and "metrics" not in card and card["seed"] == 0
     assert card["parameters"]["total"] == run.model.count_params()
     assert card["size_bytes"] == (folder / "best.keras").stat().st_size
     assert card["remeasure"]["metric"] == "test.wcpa"
     assert card["remeasure"]["value"] == metrics["test"]["wcpa"]
     assert card["name"] == "tiny_dyck" and card["table"] is None
     assert card["description"] == run.recipe["description"]
-    assert card["command"] in (folder / "README.md").read_text()
+    readme = (folder / "README.md").read_text()
+    assert card["command"] in readme
+    assert f"| test | wcpa | {metrics['test']['wcpa']:.4f} |" in readme
     # A preset is a run directory: what reads runs reads it.
     assert runs.load_run(folder).recipe == run.recipe
+
+
+@pytest.mark.parametrize("name", ["dyck_rnn_m4", "second_order_lstm_dyck_m4"])
+def test_every_route_loads_a_preset_the_same(name, no_data):
+    # zoo.from_preset (the model file whole), preset:NAME and the preset's
+    # folder as a run directory (the model rebuilt from its config).
+    preset = zoo.from_preset(name)
+    folder = zoo.presets.preset_dir(name)
+    ids = np.array([[1, 3, 4, 6, 5, 3, 5]], "int32")
+    expected = np.asarray(preset.model(ids))
+    assert isinstance(preset.tokenizer, Tokenizer)
+    for route in (f"preset:{name}", folder):
+        run = runs.load_run(route)
+        np.testing.assert_allclose(run.model(ids), expected, atol=1e-6)
+        assert isinstance(run.tokenizer, Tokenizer)
+        assert run.tokenizer.get_config() == preset.tokenizer.get_config()
+        assert run.tokenizer("(a (b b)") == preset.tokenizer("(a (b b)")
+        assert run.recipe == runs.read_recipe(folder / "recipe.json")
+
+
+def test_a_run_directory_loads_as_a_preset(dyck_run):
+    run = runs.load_run(dyck_run)
+    loaded = zoo.from_preset(dyck_run)
+    ids = np.array([[1, 3, 4, 6, 5, 2]], "int32")
+    np.testing.assert_allclose(loaded.model(ids), run.model(ids), atol=1e-6)
+    assert loaded.tokenizer.get_config() == run.tokenizer.get_config()
+    assert loaded.config == run.recipe and loaded.card is None
+
+
+def test_a_damaged_preset_is_one_line_in_the_commands(dyck_preset, tmp_path, capsys):
+    folder, _ = dyck_preset
+    broken = tmp_path / "broken"
+    shutil.copytree(folder, broken)
+    (broken / "best.keras").unlink()
+    old = tmp_path / "old_card"  # a card from before cards were metadata only
+    shutil.copytree(folder, old)
+    card = json.loads((old / "card.json").read_text())
+    card["recipe"] = runs.read_json(old / "recipe.json")
+    (old / "card.json").write_text(json.dumps(card))
+    cases = [
+        (evaluate.main, [f"preset:{broken}"], "has no best.keras"),
+        (generate.main, [f"preset:{broken}", "--prompt", "(a"], "has no best.keras"),
+        (preset.main, ["--remeasure", str(old)], "has unknown key 'recipe'"),
+    ]
+    for main, argv, message in cases:
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        error = capsys.readouterr().err
+        assert exit_.value.code == 2 and message in error and error.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", zoo.presets.available())
+def test_every_built_in_card_is_metadata_beside_the_files_it_describes(name):
+    folder = zoo.presets.preset_dir(name)
+    card = file_schema.check(
+        zoo.preset_card(name), file_schema.CARD, folder / "card.json"
+    )
+    assert not {"recipe", "metrics"} & set(card)
+    recipe = runs.read_recipe(folder / "recipe.json")
+    metrics = runs.read_json(folder / "metrics.json")
+    file_schema.check(metrics, file_schema.METRICS, folder / "metrics.json")
+    plan = card["remeasure"]
+    assert table_schema.metric_value(metrics, plan["metric"]) == plan["value"]
+    assert card["seed"] == recipe["train"]["seed"]
+    assert card["cell"] == recipe["model"]["cell"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"recipe": {}}, "the file has unknown key 'recipe'; expected: cell, "),
+        ({"metrics": {}}, "the file has unknown key 'metrics'"),
+        ({"command": None, "remeasure": None}, "remeasure must be an object"),
+        ({"versions": {"keras": 3}}, "versions.keras must be a string"),
+    ],
+)
+def test_the_card_schema_refuses_copies_in_one_line(change, message):
+    card = {**zoo.preset_card("dyck_rnn_m4"), **change}
+    with pytest.raises(file_schema.FileError) as error:
+        file_schema.check(card, file_schema.CARD, "card.json")
+    assert str(error.value).startswith("'card.json': ")
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_card_schema_refuses_a_card_without_its_command():
+    card = zoo.preset_card("dyck_rnn_m4")
+    del card["command"]  # metadata every card holds
+    with pytest.raises(file_schema.FileError, match="the file has no 'command'"):
+        file_schema.check(card, file_schema.CARD, "card.json")
 
 
 def test_a_preset_of_a_table_row_checks_the_row_and_keeps_its_command(
@@ -138,9 +234,8 @@ def test_evaluate_reads_a_preset_and_writes_nothing_into_it(dyck_preset, capsys)
     folder, card = dyck_preset
     before = sorted(path.name for path in folder.iterdir())
     assert evaluate.main([f"preset:{folder}", "--split", "test"]) == 0
-    assert (
-        f"test: WCPA {card['metrics']['test']['wcpa']:.4f}" in capsys.readouterr().out
-    )
+    wcpa = runs.read_json(folder / "metrics.json")["test"]["wcpa"]
+    assert f"test: WCPA {wcpa:.4f}" in capsys.readouterr().out
     assert sorted(path.name for path in folder.iterdir()) == before
 
 

@@ -157,7 +157,8 @@ def preset_after_a_killed_rerun_is_the_finished_model(probe):
     card = preset_builder.save_preset(run_dir, probe.tmp / "preset")
     finished = probe.made["finished"]
     metrics = runs.read_json(finished / runs.METRICS)
-    assert card["metrics"]["test"] == metrics["test"]
+    assert card["remeasure"]["value"] == metrics["test"]["wcpa"]
+    assert runs.read_json(probe.tmp / "preset" / runs.METRICS) == metrics
     assert_same_weights(
         weights(probe.tmp / "preset" / runs.BEST), weights(finished / runs.BEST)
     )

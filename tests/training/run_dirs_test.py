@@ -16,6 +16,13 @@ RECIPE = {"train": {"epochs": 3}}
 
 def test_the_names_of_other_floors_are_theirs():
     assert run_dirs.CARD == zoo.presets.loading.CARD
+    # A run directory is laid out as a preset is: one loader reads both.
+    preset = zoo.presets.loading
+    assert (run_dirs.BEST, run_dirs.VOCABULARY, run_dirs.RECIPE) == (
+        preset.MODEL,
+        preset.VOCABULARY,
+        preset.CONFIG,
+    )
     assert run_dirs.RECORD == results.RECORD
     runner = {table_runs.LOCK, table_runs.LOG, results.TIMING, results.HOST}
     assert set(run_dirs.RUNNER) == runner

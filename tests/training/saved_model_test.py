@@ -73,8 +73,8 @@ def test_exported_model_answers_in_a_fresh_process(dyck_run, tmp_path):
     assert lines[-1] == "rejected: True"
     served = json.loads(lines[-2])
 
-    _, vocabulary, _, model = runs.load_run(dyck_run)
-    ids = [vocabulary.encode(text).ids for text in texts]
+    _, _, task, model = runs.load_run(dyck_run)
+    ids = [task.vocabulary.encode(text).ids for text in texts]
     assert served["lengths"] == [len(i) for i in ids]
     for row, string in enumerate(ids):
         inputs = np.array([[dyck.START_ID, *string]], "int32")
@@ -158,7 +158,7 @@ def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(tmp_path):
     loaded = tf.saved_model.load(str(export_run(run_dir, tmp_path / "saved")))
     sentences = ["The cat sees the dog.", "the CAT see the dog ."]
     pairs = [acceptability.load_suites(recipe["task"]["data_dir"])["agreement_1"][0]]
-    ids = acceptability.frame(pairs, run.vocabulary).inputs  # the same sentences
+    ids = acceptability.frame(pairs, run.task.vocabulary).inputs  # the same sentences
     logits = np.asarray(run.model(ids))
     out = loaded.serve_text(tf.constant(sentences))
     np.testing.assert_array_equal(out["label"], logits.argmax(-1))

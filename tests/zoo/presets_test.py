@@ -7,8 +7,12 @@ import pytest
 
 import zoo
 from zoo import presets
+from zoo.tokenizer import Tokenizer
 
 DYCK_TOKENS = ["<pad>", "START", "END", "(a", "(b", "a)", "b)"]
+
+
+CONFIG = {"model": {"cell": "mlstm", "units": 4}}
 
 
 def write_preset(folder, model, tokens, name="hand_made"):
@@ -17,6 +21,7 @@ def write_preset(folder, model, tokens, name="hand_made"):
     model.save(folder / "best.keras")
     vocabulary = {"level": "word", "add_eos": False, "tokens": tokens}
     (folder / "vocabulary.json").write_text(json.dumps(vocabulary))
+    (folder / "recipe.json").write_text(json.dumps(CONFIG))
     (folder / "card.json").write_text(json.dumps({"name": name}))
     return folder
 
@@ -25,18 +30,31 @@ def test_a_preset_loads_from_any_directory(tmp_path):
     keras.utils.set_random_seed(0)
     model = zoo.language_model("mlstm", vocab_size=7, units=4)
     folder = write_preset(tmp_path / "mine", model, DYCK_TOKENS)
-    preset = zoo.load_preset(folder)
+    preset = zoo.from_preset(folder)
     assert isinstance(preset, presets.Preset)
     ids = np.array([[1, 3, 4, 6]], "int32")
     np.testing.assert_allclose(preset.model(ids), model(ids), atol=1e-6)
-    assert preset.vocabulary["tokens"] == DYCK_TOKENS
+    assert isinstance(preset.tokenizer, Tokenizer)
+    assert preset.tokenizer.tokens == DYCK_TOKENS
+    assert preset.config == CONFIG
     assert preset.card == {"name": "hand_made"} == zoo.preset_card(str(folder))
     assert presets.preset_dir(folder) == folder
+    assert zoo.load_preset is zoo.from_preset  # the name it had
+
+
+def test_a_folder_without_a_card_loads_as_a_run_directory(tmp_path):
+    keras.utils.set_random_seed(0)
+    folder = write_preset(tmp_path / "run", zoo.dyck_rnn_model(2, 4), DYCK_TOKENS)
+    (folder / "card.json").unlink()
+    preset = zoo.from_preset(folder)
+    assert preset.card is None and preset.tokenizer.tokens == DYCK_TOKENS
+    with pytest.raises(ValueError, match="has no card.json; expected a preset"):
+        zoo.preset_card(folder)
 
 
 @pytest.mark.parametrize("name", presets.available())
 def test_every_built_in_preset_loads_offline_and_matches_its_card(name):
-    preset = zoo.load_preset(name)
+    preset = zoo.from_preset(name)
     card = preset.card
     assert card["name"] == name and card == zoo.preset_card(name)
     folder = presets.preset_dir(name)
@@ -45,13 +63,15 @@ def test_every_built_in_preset_loads_offline_and_matches_its_card(name):
     assert preset.model.count_params() == card["parameters"]["total"]
     trainable = sum(int(np.prod(w.shape)) for w in preset.model.trainable_weights)
     assert trainable == card["parameters"]["trainable"]
-    tokens = preset.vocabulary["tokens"]
-    ids = np.arange(len(tokens) if tokens else 256, dtype="int32")[None] % 4 + 1
+    ids = np.arange(preset.tokenizer.vocabulary_size(), dtype="int32")[None] % 4 + 1
     outputs = preset.model(ids)
     for output in keras.tree.flatten(outputs):
         assert np.all(np.isfinite(np.asarray(output)))
-    for key in ("recipe", "command", "seed", "metrics", "remeasure"):
+    for key in ("command", "seed", "remeasure", "versions"):
         assert key in card
+    # Metadata only: the config and the metrics are files of their own.
+    assert "recipe" not in card and "metrics" not in card
+    assert preset.config["train"]["seed"] == card["seed"]
     assert card["command"].startswith("python -m training.train ")
     assert f"train.seed={card['seed']}" in card["command"]
 
@@ -59,7 +79,7 @@ def test_every_built_in_preset_loads_offline_and_matches_its_card(name):
 def test_the_dyck_preset_closes_the_bracket_on_top():
     # START (a (b (b b) b) a) (b (a a) b): after each token that leaves a
     # bracket open, the right closing bracket gets most of the mass.
-    model = zoo.load_preset("dyck_rnn_m4").model
+    model = zoo.from_preset("dyck_rnn_m4").model
     brackets = [3, 4, 4, 6, 6, 5, 4, 3, 5, 6]
     closing = np.asarray(model(np.array([[1, *brackets]], "int32")))[0]
     tops = {1: 0, 2: 1, 3: 1, 4: 1, 5: 0, 7: 1, 8: 0, 9: 1}  # position: a) 0, b) 1
@@ -69,12 +89,45 @@ def test_the_dyck_preset_closes_the_bracket_on_top():
 
 def test_unknown_presets_are_one_line_errors_listing_the_available_ones(tmp_path):
     with pytest.raises(ValueError) as error:
-        zoo.load_preset("no_such_preset")
+        zoo.from_preset("no_such_preset")
     message = str(error.value)
     assert "\n" not in message and "'no_such_preset'" in message
     assert ", ".join(presets.available()) in message
-    with pytest.raises(ValueError, match="directory without card.json"):
+    with pytest.raises(ValueError, match="folder without card.json or vocabulary"):
         zoo.preset_card(tmp_path)
+
+
+def damage(folder, part):
+    """`folder` with `part` missing or unreadable."""
+    if part == "no best.keras":
+        (folder / "best.keras").unlink()
+    elif part == "no recipe.json":
+        (folder / "recipe.json").unlink()
+    elif part == "truncated best.keras":
+        data = (folder / "best.keras").read_bytes()
+        (folder / "best.keras").write_bytes(data[: len(data) // 2])
+    else:
+        (folder / part.split()[-1]).write_text('{"tokens": ')
+
+
+@pytest.mark.parametrize(
+    "part, message",
+    [
+        ("no best.keras", "has no best.keras; expected a preset folder"),
+        ("no recipe.json", "has no recipe.json; expected a preset folder"),
+        ("truncated best.keras", "best.keras' cannot be read ("),
+        ("bad vocabulary.json", "vocabulary.json' cannot be read ("),
+        ("bad recipe.json", "recipe.json' cannot be read ("),
+        ("bad card.json", "card.json' cannot be read ("),
+    ],
+)
+def test_a_damaged_preset_is_one_line_naming_the_file(tmp_path, part, message):
+    keras.utils.set_random_seed(0)
+    folder = write_preset(tmp_path / "mine", zoo.dyck_rnn_model(2, 4), DYCK_TOKENS)
+    damage(folder, part)
+    with pytest.raises(ValueError) as error:
+        zoo.from_preset(folder)
+    assert message in str(error.value) and "\n" not in str(error.value)
 
 
 def test_available_lists_only_preset_folders(tmp_path, monkeypatch):
@@ -85,13 +138,14 @@ def test_available_lists_only_preset_folders(tmp_path, monkeypatch):
     (tmp_path / "loading.py").write_text("")
     monkeypatch.setattr(presets.loading, "PRESET_DIR", tmp_path)
     assert presets.available() == ["a_preset", "b_preset"]
-    assert zoo.load_preset("a_preset").card["name"] == "hand_made"
+    assert zoo.from_preset("a_preset").card["name"] == "hand_made"
 
 
-def test_a_preset_unpacks_as_before_and_has_a_tokenizer():
-    model, vocabulary, card = preset = zoo.load_preset("dyck_rnn_m4")
-    assert vocabulary["tokens"] == DYCK_TOKENS and card["name"] == "dyck_rnn_m4"
-    tokenizer = preset.tokenizer  # its vocabulary.json names no conventions
+def test_a_preset_unpacks_into_model_tokenizer_config_and_card():
+    model, tokenizer, config, card = zoo.from_preset("dyck_rnn_m4")
+    assert tokenizer.tokens == DYCK_TOKENS and card["name"] == "dyck_rnn_m4"
+    assert config["task"]["m"] == 4
+    # Its vocabulary.json names no conventions: the text as written.
     assert tokenizer.conventions == "plain"
     ids = tokenizer("(a (b b)")
     assert ids == [3, 4, 6] and tokenizer.detokenize([1, *ids]) == "START (a (b b)"
@@ -100,7 +154,7 @@ def test_a_preset_unpacks_as_before_and_has_a_tokenizer():
 
 
 def test_a_character_preset_scores_natural_text_in_its_characters():
-    preset = zoo.load_preset("mlstm_ptb_char")
+    preset = zoo.from_preset("mlstm_ptb_char")
     tokenizer = preset.tokenizer
     assert tokenizer.conventions == "ptb_char"
 

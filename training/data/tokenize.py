@@ -272,7 +272,11 @@ class Vocabulary(SpecialTokens):
     @classmethod
     def from_json(cls, text):
         """Inverse of `to_json` (`conventions` None when it was not recorded)."""
-        config = json.loads(text)
+        return cls.from_config(json.loads(text))
+
+    @classmethod
+    def from_config(cls, config):
+        """The vocabulary of `to_json`'s dict (what `PresetLoader.vocabulary` reads)."""
         return cls(
             config["tokens"],
             level=config["level"],

@@ -1,11 +1,21 @@
-"""Trained models that ship with the zoo (`zoo/presets/NAME/`) and their cards."""
+"""Trained models that ship with the zoo (`zoo/presets/NAME/`) and their one loader."""
 
 from zoo.presets.loading import (
     Preset,
+    PresetLoader,
     available,
+    from_preset,
     load_preset,
     preset_card,
     preset_dir,
 )
 
-__all__ = ["Preset", "available", "load_preset", "preset_card", "preset_dir"]
+__all__ = [
+    "Preset",
+    "PresetLoader",
+    "available",
+    "from_preset",
+    "load_preset",
+    "preset_card",
+    "preset_dir",
+]

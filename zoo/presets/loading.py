@@ -1,20 +1,27 @@
-"""Trained models that ship with the zoo, and any preset directory.
+"""One loader for trained models: a built-in preset, a preset folder, a run directory.
 
-A preset is a directory (as keras-hub's presets are) holding
+A preset is a folder (as keras-hub's presets are) of four parts:
 
-    best.keras        the trained model: config and weights (no optimizer),
+    best.keras        the model: its Keras config and weights (no optimizer),
                       loaded with `keras.saving.load_model` in safe mode
-    vocabulary.json   the token names, id i is `tokens[i]` ({"level",
-                      "add_eos", "unk_token", "eos_token", "conventions",
-                      "tokens"}; `conventions` names how natural text is
-                      written for it, `zoo.text_conventions`)
-    card.json         the model card: recipe, the command that retrains it,
-                      seed, metrics on every split, table and row, parameter
-                      count, file size, and the tolerance for re-measuring
-    README.md         the same card for people
-    recipe.json, metrics.json
-                      as in the run directory it was made from, so a preset
-                      is also a run directory for every `training` CLI
+    vocabulary.json   the tokenizer: the token names, id i is `tokens[i]`
+                      ({"level", "add_eos", "unk_token", "eos_token",
+                      "conventions", "tokens"}; `conventions` names how
+                      natural text is written for it, `zoo.text_conventions`),
+                      read as a `zoo.tokenizer.Tokenizer`
+    recipe.json       the config: the resolved recipe the model was trained
+                      from (task, model and training settings; `training`
+                      rebuilds the model from it)
+    card.json         the metadata only: name, description, task, cell, the
+                      command that retrains it, seed, table and row,
+                      parameter count, model file size, the metric to
+                      re-measure with its value and tolerance, library versions
+
+beside `metrics.json` (the run's metrics on every split) and `README.md`
+(the card for people). A run directory of `python -m training.train` holds
+the same files but the card, so it loads the same way: `from_preset` reads
+either, and the commands (`training.runs.load_run`, `preset:NAME`) read
+them through the same `PresetLoader`.
 
 The built-in presets are folders of this package (`zoo/presets/NAME/`,
 package data of the installed wheel); `python -m training.preset RUN_DIR
@@ -22,9 +29,10 @@ OUT_DIR` makes one from any finished run. Loading a preset reads these
 files: the one place the library reads files, as a presets API must.
 """
 
-import collections
 import json
+import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import keras
 
@@ -33,33 +41,32 @@ import zoo.cells  # noqa: F401
 import zoo.layers  # noqa: F401
 
 PRESET_DIR = Path(__file__).parent
-MODEL, VOCABULARY, CARD, README = (
+MODEL, VOCABULARY, CONFIG, CARD, README = (
     "best.keras",
     "vocabulary.json",
+    "recipe.json",
     "card.json",
     "README.md",
 )
+# What a folder must hold to load (a preset's card is optional: a run has none).
+PARTS = (MODEL, VOCABULARY, CONFIG)
+MAKES_ONE = "python -m training.preset RUN_DIR OUT_DIR makes one"
 
 
-class Preset(collections.namedtuple("Preset", ["model", "vocabulary", "card"])):
-    """A loaded preset: the Keras model, its vocabulary and its card.
+class Preset(NamedTuple):
+    """A loaded preset: model, tokenizer, config and card.
 
-    `vocabulary` is the dict of `vocabulary.json` (`vocabulary["tokens"][i]`
-    is the name of token id i; `None` for a byte-level model, whose ids are
-    the bytes); `card` is the dict of `card.json`. `tokenizer` reads
-    natural text into the model's ids and back (`zoo.tokenizer.Tokenizer`,
-    in the vocabulary's conventions).
+    `model` is the trained Keras model (uncompiled, float32, stateless);
+    `tokenizer` the `zoo.tokenizer.Tokenizer` of its vocabulary
+    (`tokenizer(text)` -> ids, `tokenizer.tokens[i]` the name of id i);
+    `config` the dict of `recipe.json`; `card` the dict of `card.json`
+    (None for a run directory).
     """
 
-    __slots__ = ()
-
-    @property
-    def tokenizer(self):
-        # Imported here: tokenizing needs TensorFlow, which zoo on another
-        # Keras backend does not otherwise import.
-        from zoo.tokenizer import Tokenizer
-
-        return Tokenizer.from_vocabulary(self.vocabulary)
+    model: object
+    tokenizer: object
+    config: dict
+    card: dict
 
 
 def available():
@@ -71,68 +78,163 @@ def available():
     )
 
 
-def preset_dir(name_or_path):
-    """The directory of a built-in preset's name or of a preset at a local path.
+def preset_dir(name_or_dir):
+    """The folder of a built-in preset's name, or `name_or_dir` as a folder.
 
-    A one-line `ValueError` listing the built-in names when `name_or_path`
-    is neither a built-in name nor a directory holding `card.json`.
+    A one-line `ValueError` listing the built-in names when `name_or_dir` is
+    neither a built-in name nor a folder holding a preset's or a run's
+    `vocabulary.json` or `card.json`.
     """
-    name = str(name_or_path)
+    name = str(name_or_dir)
     if name in available():
         return PRESET_DIR / name
     path = Path(name)
-    if path.is_dir() and (path / CARD).is_file():
+    if path.is_dir() and ((path / CARD).is_file() or (path / VOCABULARY).is_file()):
         return path
     where = (
-        f"{name!r} is a directory without {CARD}"
+        f"{name!r} is a folder without {CARD} or {VOCABULARY}"
         if path.is_dir()
         else f"Unknown preset {name!r}"
     )
     raise ValueError(
-        f"{where}; expected one of: {', '.join(available()) or 'none'}, or a "
-        "preset directory (python -m training.preset RUN_DIR OUT_DIR makes one)."
+        f"{where}; expected one of: {', '.join(available()) or 'none'}, a preset "
+        f"folder ({MAKES_ONE}) or a run directory."
     )
 
 
-def _read_json(path):
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(
-            f"Preset file {str(path)!r} cannot be read as JSON ({error})."
-        ) from None
+class PresetLoader:
+    """Reads the parts of one preset folder or run directory, each when asked.
+
+    Every file that is missing or cannot be read is a one-line `ValueError`
+    naming it. `training.runs.load_run` reads runs and `preset:NAME` with it,
+    loading the weights into the model it rebuilds from the config
+    (`load_model(model)`); `from_preset` loads the model file whole.
+
+    Args:
+        name_or_dir: a built-in preset's name or a folder (`preset_dir`).
+    """
+
+    def __init__(self, name_or_dir):
+        self.directory = preset_dir(name_or_dir)
+
+    def path(self, part):
+        """The path of `part` (`MODEL`, `CONFIG`, ...); a one-line error if absent."""
+        path = self.directory / part
+        if not path.is_file():
+            raise ValueError(
+                f"{str(self.directory)!r} has no {part}; expected a preset folder "
+                f"({', '.join(PARTS)}, {CARD}; {MAKES_ONE}) or a run directory "
+                "written by python -m training.train."
+            )
+        return path
+
+    def _json(self, part):
+        path = self.path(part)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ValueError(
+                f"{str(path)!r} cannot be read ({_first_line(error)}); expected "
+                "the JSON file python -m training.train or training.preset wrote."
+            ) from None
+
+    def config(self):
+        """The dict of `recipe.json`: what the model was trained from."""
+        return self._json(CONFIG)
+
+    def vocabulary(self):
+        """The dict of `vocabulary.json`."""
+        return self._json(VOCABULARY)
+
+    def card(self):
+        """The dict of `card.json`, or None where there is none (a run directory)."""
+        return self._json(CARD) if (self.directory / CARD).is_file() else None
+
+    def tokenizer(self, conventions=None):
+        """The `zoo.tokenizer.Tokenizer` of `vocabulary.json`.
+
+        `conventions` is used where the vocabulary names none (a run's from
+        before they were recorded: its task's).
+        """
+        # Imported here: tokenizing needs TensorFlow, which zoo on another
+        # Keras backend does not otherwise import.
+        from zoo.tokenizer import Tokenizer
+
+        vocabulary = self.vocabulary()
+        try:
+            return Tokenizer.from_vocabulary(vocabulary, conventions)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(
+                f"{str(self.path(VOCABULARY))!r} cannot be read ("
+                f"{type(error).__name__}: {_first_line(error)}); expected a "
+                "vocabulary's level, tokens and special tokens."
+            ) from None
+
+    def load_model(self, model=None):
+        """The model of `best.keras`, float32 and uncompiled.
+
+        Without `model`: loaded whole, its architecture from the file's
+        config (`keras.saving.load_model`, safe mode). With `model` (one
+        rebuilt from `config()`, as the commands do, since a run directory's
+        file holds the model as it trained: stateful, in mixed precision):
+        the file's weights loaded into it, which is returned.
+        """
+        path = self.path(MODEL)
+        try:
+            if not zipfile.is_zipfile(path):  # Keras would say "File not found"
+                raise zipfile.BadZipFile("File is not a zip file")
+            if model is None:
+                return keras.saving.load_model(path, compile=False, safe_mode=True)
+            model.load_weights(path)
+            return model
+        except (OSError, ValueError, TypeError, zipfile.BadZipFile) as error:
+            raise ValueError(
+                f"{str(path)!r} cannot be read ({_first_line(error)}); expected a "
+                ".keras file written by python -m training.train or training.preset."
+            ) from None
 
 
-def preset_card(name_or_path):
-    """The card of a preset (a dict): see the module docstring for its keys."""
-    return _read_json(preset_dir(name_or_path) / CARD)
+def _first_line(error):
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__
 
 
-def load_preset(name_or_path):
-    """Loads a preset by built-in name or local path; returns a `Preset`.
+def from_preset(name_or_dir):
+    """Loads a preset by built-in name, or a preset folder or run directory.
 
-    Reads only the preset's files (no data, no network). The model is the
+    Reads only the folder's files (no data, no network). The model is the
     trained one, uncompiled, in float32, ready for `model(token_ids)` or
-    `model.predict`; compile it to train further.
+    `model.predict`; compile it to train further. A run directory's model
+    is its `best.keras` as it trained (stateful, in mixed precision where
+    the run was); `python -m training.preset` saves a preset's stateless
+    and in float32.
 
     Example:
 
-    >>> preset = zoo.load_preset("dyck_rnn_m4")
-    >>> preset.vocabulary["tokens"][:4]
+    >>> preset = zoo.from_preset("dyck_rnn_m4")
+    >>> preset.tokenizer.tokens[:4]
     ['<pad>', 'START', 'END', '(a']
     >>> preset.model(np.array([[1, 3, 4]], "int32")).shape  # START (a (b
     TensorShape([1, 3, 2])
     >>> preset.tokenizer("(a (b")
     [3, 4]
     """
-    path = preset_dir(name_or_path)
-    card = _read_json(path / CARD)
-    vocabulary = _read_json(path / VOCABULARY)
-    try:
-        model = keras.saving.load_model(path / MODEL, compile=False, safe_mode=True)
-    except (OSError, ValueError, TypeError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    loader = PresetLoader(name_or_dir)
+    # Every small file first: a damaged folder fails before the model loads.
+    card, config, tokenizer = loader.card(), loader.config(), loader.tokenizer()
+    return Preset(loader.load_model(), tokenizer, config, card)
+
+
+# The name it had; the same function.
+load_preset = from_preset
+
+
+def preset_card(name_or_dir):
+    """The card of a preset (a dict of metadata, the module docstring's keys)."""
+    card = PresetLoader(name_or_dir).card()
+    if card is None:
         raise ValueError(
-            f"Preset model {str(path / MODEL)!r} cannot be loaded ({reason})."
-        ) from None
-    return Preset(model, vocabulary, card)
+            f"{str(name_or_dir)!r} has no {CARD}; expected a preset folder "
+            f"({MAKES_ONE})."
+        )
+    return card
