@@ -427,7 +427,8 @@ REMEASURE = _Remeasure(
     required=("metric", "value", "fresh_data", "tolerance"),
 )
 # Metadata only: the recipe and the metrics are the preset's recipe.json and
-# metrics.json, checked as a run's are (a card that copies them is refused).
+# metrics.json beside it (a card that copies them is refused); its recipe is
+# checked when it loads, as a run's is (`training.runs.load_run`).
 CARD = Table(
     {
         "name": Text(),

@@ -56,7 +56,8 @@ MAKES_ONE = "python -m training.preset RUN_DIR OUT_DIR makes one"
 class Preset(NamedTuple):
     """A loaded preset: model, tokenizer, config and card.
 
-    `model` is the trained Keras model (uncompiled, float32, stateless);
+    `model` is the trained Keras model (uncompiled; a preset's is float32
+    and stateless, a run directory's as it trained);
     `tokenizer` the `zoo.tokenizer.Tokenizer` of its vocabulary
     (`tokenizer(text)` -> ids, `tokenizer.tokens[i]` the name of id i);
     `config` the dict of `recipe.json`; `card` the dict of `card.json`
@@ -171,7 +172,7 @@ class PresetLoader:
             ) from None
 
     def load_model(self, model=None):
-        """The model of `best.keras`, float32 and uncompiled.
+        """The model of `best.keras`, uncompiled.
 
         Without `model`: loaded whole, its architecture from the file's
         config (`keras.saving.load_model`, safe mode). With `model` (one
