@@ -82,7 +82,7 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
     loaded = [runs.load_run(d) for d in run_dirs]
     for run_dir, run in zip(run_dirs, loaded, strict=True):
         check_kind(run.recipe, ("language_model",), "surprisal", run_dir)
-    if any(run.task.vocabulary != loaded[0].task.vocabulary for run in loaded[1:]):
+    if any(run.vocabulary != loaded[0].vocabulary for run in loaded[1:]):
         raise ValueError(
             "surprisal compares runs on the same tokens; expected runs with the "
             "same vocabulary."
@@ -224,7 +224,7 @@ def analyze_routing(run_dirs, out, split, texts=(), samples=4):
         padded = np.zeros((len(strings), max(len(s) for s in strings)), "int32")
         for row, string in enumerate(strings):
             padded[row, : len(string)] = string
-        tokens = [token_names(run.task.vocabulary, s) for s in strings]
+        tokens = [token_names(run.vocabulary, s) for s in strings]
         layers = routing.routing_weights(run.model, padded)
         computed.append((name, run.recipe, tokens, layers))
     plots.make_out_dir(out)
@@ -283,7 +283,7 @@ def analyze_stack(run_dirs, out, split, texts=(), samples=3):
             "no_op_steps_left_out": sum(s["no_op_steps_left_out"] for s in shares),
             "shown": [
                 {
-                    "tokens": token_names(run.task.vocabulary, s),
+                    "tokens": token_names(run.vocabulary, s),
                     "actions": t["actions"].round(4).tolist(),
                     "stack_top": t["stack_top"].round(4).tolist(),
                 }

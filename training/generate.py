@@ -78,7 +78,7 @@ def sample(
             "predict tokens; expected a language model's run (task.kind "
             "'language_model' or 'dyck')."
         )
-    tokenizer = run.tokenizer
+    tokenizer = task.tokenizer()
     ids = tokenizer(prompt, on_unknown=on_unknown)
     context = ([task.start_id] if task.start_id is not None else []) + ids
     if not context:

@@ -60,9 +60,17 @@ EXECUTION = (JIT_COMPILE, STEPS_PER_EXECUTION, GROUPED_STEPS)
 # Where a CLI takes a run directory, `preset:NAME` takes a preset (`check_run`).
 PRESET_PREFIX = "preset:"
 
-Run = collections.namedtuple("Run", ["recipe", "tokenizer", "task", "model"])
-Run.__doc__ = """A finished run: its recipe, tokenizer (`zoo.tokenizer.Tokenizer`),
-task (no data read; `task.vocabulary` is the training `Vocabulary`) and model."""
+
+class Run(collections.namedtuple("Run", ["recipe", "tokenizer", "task", "model"])):
+    """A finished run: its recipe, tokenizer (`zoo.tokenizer.Tokenizer`, as
+    `zoo.from_preset` gives it), task (no data read) and model."""
+
+    __slots__ = ()
+
+    @property
+    def vocabulary(self):
+        """The task's training `Vocabulary` (ids of data, `decode`, `encode`)."""
+        return self.task.vocabulary
 
 
 def read_recipe(path):

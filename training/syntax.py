@@ -72,9 +72,9 @@ def evaluate_syntax(run_dir, suite=MARVIN_LINZEN, data_dir=None, out=None, every
     check_kind(run.recipe, ("language_model",), "Syntactic evaluation", run_dir)
     pairs = load_suite(suite, data_dir)[::every]
     result = targeted_syntax.evaluate_pairs(
-        run.model, run.task.vocabulary, pairs, conventions=run.task.conventions
+        run.model, run.vocabulary, pairs, conventions=run.task.conventions
     )
-    targeted_syntax.check_scored(result, run.task.vocabulary)
+    targeted_syntax.check_scored(result, run.vocabulary)
     result["suite"] = suite
     result["every"] = every
     plots.make_out_dir(out)

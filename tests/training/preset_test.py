@@ -120,6 +120,7 @@ def test_a_run_directory_loads_as_a_preset(dyck_run):
     np.testing.assert_allclose(loaded.model(ids), run.model(ids), atol=1e-6)
     assert loaded.tokenizer.get_config() == run.tokenizer.get_config()
     assert loaded.config == run.recipe and loaded.card is None
+    assert run.vocabulary is run.task.vocabulary  # training's, for its data
 
 
 def test_a_damaged_preset_is_one_line_in_the_commands(dyck_preset, tmp_path, capsys):
