@@ -70,8 +70,15 @@ FLOORS = (
     ),
     (
         "runs",
-        "a run directory: training into one, loading and exporting it",
-        ("training.run_dirs", "training.runs", "training.saved_model"),
+        "a run directory: training into one, loading, evaluating, sampling "
+        "from and exporting it",
+        (
+            "training.run_dirs",
+            "training.runs",
+            "training.evaluation",
+            "training.generation",
+            "training.saved_model",
+        ),
     ),
     (
         "tables",
@@ -83,6 +90,7 @@ FLOORS = (
             "training.table_baselines",
             "training.results",
             "training.table_runs",
+            "training.table_sweep",
             "training.backfill",
             "training.preset_builder",
         ),
