@@ -97,9 +97,22 @@ FLOORS = (
     ),
     ("analysis", "the papers' analyses of trained models", ("training.analysis.*",)),
     (
+        "tuning",
+        "the tuner: hypermodels, the search space, tuners and their records, "
+        "protocols",
+        (
+            "tuning",
+            "tuning.search_space",
+            "tuning.hypermodels",
+            "tuning.search_records",
+            "tuning.tuners",
+            "tuning.protocol_runs",
+        ),
+    ),
+    (
         "commands",
-        "the CLIs, what they share and the tuner",
-        (*COMMANDS, "training.command_line", "tuning.*"),
+        "the CLIs and what they share",
+        (*COMMANDS, "training.command_line"),
     ),
 )
 # Packages whose import takes seconds: a command imports them, and the

@@ -1,7 +1,7 @@
 import pytest
 
 from training import table_schema
-from tuning import protocol
+from tuning import protocol_runs
 
 
 def test_every_shipped_table_resolves():
@@ -39,14 +39,14 @@ def test_mali_formal_language_tables_run_at_the_papers_budget(name):
 def test_the_tuned_d2_table_trains_each_row_its_own_search_at_the_papers_budget():
     table = table_schema.load_table("mali_d2_tuned")
     assert table.seeds == 10  # the paper's count
-    searched = set(protocol.PROTOCOLS["stack_d2"].rows)
+    searched = set(protocol_runs.PROTOCOLS["stack_d2"].rows)
     for run in table_schema.plan(table, "unused", seeds=1):
         row, train = run.row, run.recipe["train"]
         if row.name in searched:
             assert row.recipe == f"results/tuning/stack_d2/{row.name}/best_recipe.toml"
             assert (
                 run.recipe["model"]["cell"]
-                == protocol.PROTOCOLS["stack_d2"].rows[row.name]
+                == protocol_runs.PROTOCOLS["stack_d2"].rows[row.name]
             )
         assert (train["epochs"], train["clipvalue"]) == (30, 15.0), row.name
         assert (train["reduce_lr_patience"], train["reduce_lr_factor"]) == (3, 0.5)
