@@ -7,16 +7,16 @@ import pytest
 import zoo
 from tests.training.tiny import TINY
 from training import (
-    analyze,
     evaluate,
     export,
-    generate,
+    generation,
     preset,
     preset_builder,
     recipes,
     runs,
     saved_model,
 )
+from training.analysis import ldpa
 
 
 def recipe_of(command):
@@ -146,9 +146,9 @@ def test_evaluate_reads_a_preset_and_writes_nothing_into_it(dyck_preset, capsys)
 
 def test_generate_and_analyze_read_a_preset(dyck_preset, tmp_path):
     folder, _ = dyck_preset
-    text = generate.generate(f"preset:{folder}", "(a", length=4, seed=0)
+    text = generation.generate(f"preset:{folder}", "(a", length=4, seed=0)
     assert text.startswith("(a")
-    result = analyze.analyze_ldpa([f"preset:{folder}"], tmp_path / "out", "valid")
+    result = ldpa.analyze_ldpa([f"preset:{folder}"], tmp_path / "out", "valid")
     assert len(result) == 1
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from training import table_schema
-from tuning import protocol
+from tuning import protocol_runs
 
 
 def test_every_shipped_table_resolves():
@@ -46,7 +46,7 @@ def test_the_tuned_tables_train_each_row_its_own_d2_search_at_the_papers_budget(
     # searched on D3's splits.
     table = table_schema.load_table(name)
     assert table.seeds == 10  # the paper's count
-    searched = set(protocol.PROTOCOLS["stack_d2"].rows)
+    searched = set(protocol_runs.PROTOCOLS["stack_d2"].rows)
     for run in table_schema.plan(table, "unused", seeds=1):
         row, train = run.row, run.recipe["train"]
         if row.name in searched:
@@ -56,7 +56,7 @@ def test_the_tuned_tables_train_each_row_its_own_d2_search_at_the_papers_budget(
             )
             assert (
                 run.recipe["model"]["cell"]
-                == protocol.PROTOCOLS["stack_d2"].rows[row.name]
+                == protocol_runs.PROTOCOLS["stack_d2"].rows[row.name]
             )
         assert (train["epochs"], train["clipvalue"]) == (30, 15.0), row.name
         assert (train["reduce_lr_patience"], train["reduce_lr_factor"]) == (3, 0.5)
