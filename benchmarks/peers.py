@@ -32,7 +32,10 @@ the best epoch from the second on, in wall and in CPU seconds):
   `clip_grad_value_(15)`, `loss.item()` each step;
 - `torch_loop`: the same with an `nn.LSTMCell` called in a Python loop;
 - `--cells` at `--cell-units` (default mLSTM and mmLSTM with k = 4 at 256):
-  the zoo default only, next to the LSTM's.
+  the zoo default only, next to the LSTM's, with the cell's FLOP share of
+  the LSTM at that shape (the multiply-adds of the recurrent cell's
+  weights of rank 2 or more, as `benchmarks/cells.py` counts it) and its
+  time over that share.
 
 The recognizer's PyTorch loss is Keras's: cross-entropy on the next symbol
 plus 0.5 x the squared error of the sigmoid acceptance, both averaged over
@@ -192,7 +195,29 @@ def run_keras(row, shape, cell, units, batches, epochs):
     if jit and model.jit_compile is not True:
         raise SystemExit(f"{row}: Keras refused jit_compile=True")
     loss = history.history["loss"][-1]
-    return clock, loss, {"jit_compile": jit, "steps_per_execution": steps}
+    settings = {"jit_compile": jit, "steps_per_execution": steps}
+    return clock, loss, {**settings, "multiply_adds": multiply_adds(model)}
+
+
+def multiply_adds(model):
+    """Multiply-adds per example and step of the recurrent cell's weights.
+
+    The sum of the sizes of its weights of rank 2 or more (as
+    `benchmarks/cells.py` counts a cell's FLOP share): every such weight is
+    one product with the step's input or state.
+    """
+    import math
+
+    import keras
+
+    from zoo.walk import walk_layers
+
+    cell = next(
+        layer.cell
+        for layer in walk_layers(model)
+        if isinstance(layer, keras.layers.RNN)
+    )
+    return sum(math.prod(w.shape) for w in cell.trainable_weights if len(w.shape) >= 2)
 
 
 def run_torch(row, shape, units, batches, epochs):
@@ -462,10 +487,18 @@ def report(best, rows, args):
         for cell in args.cells:
             result = get("default", args.cell_units, cell)
             if result and lstm:
+                ratio = result["cpu_ms"] / lstm["cpu_ms"]
+                share = ""
+                if "multiply_adds" in result and "multiply_adds" in lstm:
+                    flops = result["multiply_adds"] / lstm["multiply_adds"]
+                    share = (
+                        f"; FLOP share {flops:.2f}x at this shape, "
+                        f"time {ratio / flops:.2f}x the share"
+                    )
                 print(
                     f"zoo default {cell} at {args.cell_units} units: "
                     f"{result['wall_ms']:.2f} / {result['cpu_ms']:.2f} ms/step, "
-                    f"{result['cpu_ms'] / lstm['cpu_ms']:.2f}x the LSTM's CPU time"
+                    f"{ratio:.2f}x the LSTM's CPU time{share}"
                 )
 
 

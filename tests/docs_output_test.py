@@ -24,7 +24,7 @@ Regenerate the blocks from a real run when the command's output changes.
 docs/tuning.md's example search takes over a minute and its `val_loss`
 varies in the third decimal between runs, so it is not rerun here: its block
 says when and how it was generated, and a default-run test checks that its
-table is what the search's formatter (`tuning.search.format_table`) makes
+table is what the search's formatter (`tuning.search_records.format_table`) makes
 of that run's recorded trials, and that its best-trial line names the best.
 """
 
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from tuning import search
+from tuning import search_records
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -213,7 +213,7 @@ def test_tuning_page_table_is_the_search_formatter_on_its_recorded_trials():
         }
         for trial, *values, loss in TUNING_TRIALS
     ]
-    table = search.format_table(rows).splitlines()
+    table = search_records.format_table(rows).splitlines()
     blocks = [b for b in text_blocks(ROOT / "docs/tuning.md") if table[0] in b]
     assert len(blocks) == 1, blocks
     block = blocks[0]

@@ -39,6 +39,7 @@ import contextlib
 import os
 import re
 import sys
+import textwrap
 import threading
 
 from training import recipe_files
@@ -98,6 +99,21 @@ def recipe_list(default):
         mark = "(default) " if name == default else ""
         lines.append(f"  {name:{width}}  {mark}{summary}")
     return "\n".join(lines)
+
+
+def shard(text):
+    """`--shard I/N` as `(I, N)`: an argparse `type`."""
+    index, sep, count = text.partition("/")
+    if not (sep and index.isdigit() and count.isdigit() and int(count) > 0):
+        raise argparse.ArgumentTypeError(f"expected I/N such as 0/2, received {text!r}")
+    return int(index), int(count)
+
+
+def table_list():
+    """The tables of `training/tables/`, a wrapped paragraph for a --help."""
+    names = ", ".join(recipe_files.available(recipe_files.TABLE_DIR))
+    text = f"tables (training/tables/NAME.toml): {names}"
+    return textwrap.fill(text, 79, subsequent_indent="  ")
 
 
 class StartupFilter:

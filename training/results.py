@@ -30,7 +30,8 @@ train a run whose record exists (a table can be completed over several
 sessions and machines), copies a record of the same recipe from another table
 instead of training it again, and makes its tables from the records alone.
 `update_document` regenerates the marked table sections of REPRODUCTION.md
-from them (`python -m training.reproduce --report`).
+from them, and `regenerate_document` the file (`python -m training.reproduce
+--report`).
 """
 
 import importlib.metadata
@@ -51,6 +52,7 @@ from training import (
     table_schema,
     table_summary,
 )
+from training.callbacks import write_atomically
 
 TIMING = "timing.json"
 HOST = "host.json"
@@ -421,3 +423,28 @@ def update_document(text, results, name="REPRODUCTION.md"):
         names.append(table.name)
         index = end + 1
     return "\n".join(updated), names
+
+
+def regenerate_document(document, results_dir):
+    """Regenerates the table sections of the file `document` from the records
+    in `results_dir` (`update_document`), writing it only if they changed.
+
+    Returns:
+        The names of the tables regenerated and whether the file changed.
+    """
+    path = Path(document)
+    if not path.is_file():
+        raise table_schema.TableError(
+            f"--report {str(path)!r} is not a file; expected the Markdown document "
+            "whose table sections to regenerate (REPRODUCTION.md)."
+        )
+    if not Path(results_dir).is_dir():
+        raise table_schema.TableError(
+            f"--results {str(results_dir)!r} is not a directory; expected the run "
+            "records (results/ in the repository root)."
+        )
+    text = path.read_text()
+    updated, names = update_document(text, results_dir, name=str(path))
+    if updated != text:
+        write_atomically(path, updated)
+    return names, updated != text

@@ -93,35 +93,20 @@ def _train_and_export(args, run_dir):
     # An unknown recipe is refused before Keras is imported (seconds).
     recipe_files.find(args.recipe, recipe_files.RECIPE_DIR, "recipe", ValueError)
     command_line.start_tensorflow()
-    from training import fitting, recipes, runs, saved_model
-    from training.tasks import make_task
+    from training import evaluation, fitting, recipes, runs, saved_model
 
     recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
     verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
     metrics = runs.train_run(recipe, run_dir, verbose=verbose)
-    run_dir = Path(run_dir)
     if not fitting.is_chief(recipe["train"]):
         print("worker finished; the chief wrote the run directory")
         return 0
-    task = make_task(recipe, vocabulary=runs.load_vocabulary(run_dir))
-    for split in task.splits:
-        print(task.report(metrics[split], split))
-    jit = metrics[runs.JIT_COMPILE]
-    print(f"XLA: {'on' if jit['used'] else 'off'} ({jit['reason']})")
-    steps = metrics[runs.STEPS_PER_EXECUTION]
-    print(f"steps per execution: {steps['used']} ({steps['reason']})")
-    if metrics[runs.GROUPED_STEPS]["used"]:
-        print(f"grouped steps: {metrics[runs.GROUPED_STEPS]['reason']}")
-    backend = metrics[runs.BACKEND]
-    if backend["name"] != "tensorflow":
-        print(f"Keras backend: {backend['name']} {backend['version']}")
+    run_dir = Path(run_dir)
+    print("\n".join(evaluation.training_report(recipe, run_dir, metrics)))
     print(f"run directory: {run_dir}")
     if not args.no_export:
-        print(
-            saved_model.summary(
-                saved_model.export_run(run_dir, run_dir / "saved_model")
-            )
-        )
+        path = saved_model.export_run(run_dir, run_dir / "saved_model")
+        print(saved_model.summary(path))
     return 0
 
 

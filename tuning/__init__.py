@@ -1,4 +1,4 @@
-"""Keras Tuner hypermodels over the zoo's cells and the search command."""
+"""Keras Tuner searches of the zoo's cells: hypermodels, tuners, records, protocols."""
 
 __all__ = ["CELL_OPTION_CHOICES", "RecurrentHyperModel", "cell_options"]
 

@@ -3,7 +3,8 @@
 A hypermodel turns a trial's hyperparameters into a recipe (`recipe_for`),
 builds that recipe's model with the recipe's task, and trains it with the
 recipe's optimizer and callbacks (`fit`), so a search trains each model the
-way `python -m training.train` would. It searches:
+way `python -m training.train` would. It searches (`tuning.search_space`
+holds the defaults, the checks and the keys a search keeps fixed):
 
 - for every cell: `units` (hidden size), `num_layers`, `learning_rate` and
   `dropout`;
@@ -36,8 +37,6 @@ parameter counts).
 """
 
 import copy
-import functools
-import inspect
 import json
 
 import keras
@@ -47,137 +46,19 @@ import numpy as np
 import zoo
 from training import fitting, recipes
 from training.tasks import make_task
-from zoo.checks import check_number, check_positive_int
-
-# The architecture knobs that exist only for some cells: a cell constructor
-# option and the values a search tries by default.
-CELL_OPTION_CHOICES = {
-    "num_choices": (2, 4, 8),  # k, multi-matrix cells (mmrnn, mmlstm)
-    "num_cells": (2, 3, 4),  # S, second-order LSTM
-    "stack_depth": (8, 16, 32, 64),  # stack cells (stack_rnn, diffstk_*)
-}
-
-
-@functools.cache
-def cell_options(cell):
-    """Returns the constructor options of the cell registered as `cell`.
-
-    Read from the cell's `get_config()` (every constructor argument, by the
-    zoo's rules), or from the constructors' signatures where the cell cannot
-    be made with `units=1` alone.
-    """
-    cell_class = zoo.get_cell_class(cell)
-    try:
-        return frozenset(cell_class(1).get_config())
-    except (TypeError, ValueError):
-        names = set()
-        for cls in cell_class.__mro__:
-            if "__init__" in vars(cls):
-                names |= set(inspect.signature(cls.__init__).parameters)
-        return frozenset(names - {"self", "args", "kwargs"})
-
-
-def _choices(name, value, check):
-    """A value or a non-empty sequence of values, each passing `check`."""
-    values = tuple(value) if isinstance(value, (list, tuple)) else (value,)
-    if not values:
-        raise ValueError(f"`{name}` must be a value or a non-empty list of values.")
-    for item in values:
-        check(name, item)
-    return values
-
-
-def _check_size(name, value):
-    """`units` or `num_layers`: an integer in the range of its recipe key."""
-    check_positive_int(name, value)
-    check_number(name, value, *recipes.RANGES["model", name][:2])
-
-
-def _check_dropout(name, value):
-    check_number(name, value, 0, 1, high_open=True)
-
-
-def _check_bool(name, value):
-    if not isinstance(value, bool):
-        raise ValueError(f"`{name}` must be True or False; received {value!r}.")
-
-
-def _check_any(name, value):
-    if value is None:
-        raise ValueError(f"`{name}` must not be None.")
-
-
-def _same_type(values):
-    """`values` as floats where they mix ints and floats, else as they are."""
-    numbers = all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
-    )
-    if numbers and any(isinstance(v, float) for v in values):
-        return tuple(float(v) for v in values)
-    return values
-
-
-def _index(values, value):
-    """The position of `value` in `values` (`False` is not `0`), or None."""
-    for index, item in enumerate(values):
-        if type(item) is type(value) and item == value:
-            return index
-    return None
-
-
-# The keys that decide a task's data (what is generated or read, how it is
-# split, and a language model's batch rows): the trials of a search share one
-# task's data (`training.tasks.base.Task.with_recipe`), so a search keeps
-# these fixed.
-DATA_KEYS = frozenset(
-    [("train", "seed"), ("train", "batch_size"), ("train", "stateful")]
-    + [
-        ("task", key)
-        for key in recipes.DEFAULTS["task"]
-        if key not in ("step_labels", "next_symbol_loss")  # targets, not data
-    ]
+from tuning.search_space import (
+    CELL_OPTION_CHOICES,
+    as_choices,
+    cell_options,
+    check_any,
+    check_bool,
+    check_dropout,
+    check_recipe_choices,
+    check_size,
+    index_of,
+    same_type,
 )
-
-# Recipe keys a search has its own argument for, not searched as recipe keys.
-OWN_ARGUMENTS = {
-    "model.cell": "cells",
-    "model.units": "units",
-    "model.num_layers": "num_layers",
-    "model.dropout": "dropout",
-    "model.bidirectional": "bidirectional",
-    "model.options": "a cell option's own name",
-    "train.learning_rate": "learning_rate",
-}
-
-
-def _check_recipe_choices(recipe, recipe_choices):
-    """Each value of each searched recipe key, checked as `resolve` checks it."""
-    checked = {}
-    for name, value in recipe_choices.items():
-        section, dot, key = name.partition(".")
-        if name in OWN_ARGUMENTS:
-            raise ValueError(
-                f"`{name}` is searched with `{OWN_ARGUMENTS[name]}`; expected "
-                "another recipe key."
-            )
-        defaults = recipes.DEFAULTS.get(section)
-        if not dot or not isinstance(defaults, dict) or key not in defaults:
-            raise ValueError(
-                f"`{name}` is not a recipe key; expected section.key, e.g. "
-                "task.next_symbol_loss."
-            )
-        if (section, key) in DATA_KEYS:
-            raise ValueError(
-                f"`{name}` decides the task's data, which every trial of a search "
-                "shares; expected a key of the model, the loss or the training."
-            )
-        values = _same_type(_choices(name, value, _check_any))
-        for item in values:
-            trial = copy.deepcopy(recipe)
-            trial[section][key] = item
-            recipes.check(trial)  # a RecipeError (ValueError): one line
-        checked[name] = values
-    return checked
+from zoo.checks import check_number, check_positive_int
 
 
 class RecurrentHyperModel(keras_tuner.HyperModel):
@@ -258,13 +139,13 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     ):
         if cells is None:
             cells = (recipe["model"]["cell"],)
-        cells = _choices("cells", cells, _check_any)
+        cells = as_choices("cells", cells, check_any)
         for cell in cells:
             zoo.get_cell_class(cell)  # an unknown name is a ValueError
         if len(set(cells)) != len(cells):
             raise ValueError(f"`cells` must not repeat a name; received {cells!r}.")
-        self.units = _choices("units", units, _check_size)
-        self.num_layers = _choices("num_layers", num_layers, _check_size)
+        self.units = as_choices("units", units, check_size)
+        self.num_layers = as_choices("num_layers", num_layers, check_size)
         if isinstance(learning_rate, (list, tuple)):
             if len(learning_rate) != 2 or not 0 < learning_rate[0] < learning_rate[1]:
                 raise ValueError(
@@ -277,10 +158,10 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         else:
             check_number("learning_rate", learning_rate, 0, low_open=True)
         self.learning_rate = learning_rate
-        self.dropout = _choices("dropout", dropout, _check_dropout)
+        self.dropout = as_choices("dropout", dropout, check_dropout)
         if bidirectional is None:
             bidirectional = recipe["model"]["bidirectional"]
-        self.bidirectional = _choices("bidirectional", bidirectional, _check_bool)
+        self.bidirectional = as_choices("bidirectional", bidirectional, check_bool)
         kind = recipe["task"]["kind"]
         if any(self.bidirectional) and kind not in recipes.LABELING_KINDS:
             raise ValueError(
@@ -317,7 +198,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         self.dropped_options = tuple(
             option for option in cell_option_choices if option not in accepted
         )
-        self.recipe_choices = _check_recipe_choices(recipe, recipe_choices or {})
+        self.recipe_choices = check_recipe_choices(recipe, recipe_choices or {})
         super().__init__(name=name, tunable=tunable)
         self.recipe = copy.deepcopy(recipe)
         self.cells = cells
@@ -325,7 +206,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         self.budget_tolerance = budget_tolerance
         self.max_units = max_units
         self.cell_option_choices = {
-            option: _same_type(_choices(option, values, _check_any))
+            option: same_type(as_choices(option, values, check_any))
             for option, values in choices.items()
         }
         self.seeds_per_trial = seeds_per_trial
@@ -361,7 +242,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     def _choice(self, hp, name, values, default, parents=None):
         if len(values) == 1:
             return values[0]
-        index = _index(values, default)
+        index = index_of(values, default)
         if name in self._encoded:
             values = [json.dumps(value) for value in values]
         default = values[0 if index is None else index]

@@ -26,7 +26,7 @@ from training import (
     backends,
     compile_mode,
     fitting,
-    generate,
+    generation,
     recipes,
     reproduce,
     results,
@@ -102,7 +102,7 @@ def test_stateful_language_model_reads_the_same_on_both_backends(jax_out):
     for name, value in on_tensorflow.items():
         np.testing.assert_allclose(value, on_jax[name], rtol=1e-4, err_msg=name)
     assert on_tensorflow["lm_dynamic"][1] != on_tensorflow["lm_dynamic"][0]
-    sample = generate.generate(out / "lm" / "run", jax_runs.PROMPT, 6, seed=1)
+    sample = generation.generate(out / "lm" / "run", jax_runs.PROMPT, 6, seed=1)
     assert json.loads((out / "sample.json").read_text()) == sample
 
 

@@ -2,7 +2,9 @@ import pytest
 
 from tests.training.tiny import train_text_run
 from training import runs
-from training.evaluate import evaluate_dynamic, evaluate_run, main
+from training.analysis.dynamic import evaluate_dynamic
+from training.evaluate import main
+from training.evaluation import evaluate_run
 
 
 def test_evaluation_repeats_the_runs_metrics_and_writes_them(dyck_run):

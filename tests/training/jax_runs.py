@@ -28,7 +28,7 @@ import numpy as np
 
 from tests.training.tiny import tiny_recipe, train_text_run
 from tests.zoo.backend_runs import stateful_checks
-from training import generate, recipes, runs, saved_model, scoring
+from training import generation, recipes, runs, saved_model, scoring
 from training.analysis import dynamic, targeted_syntax
 
 DYCK_IDS = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
@@ -87,7 +87,7 @@ def main(out):
     }
     np.savez(out / "jax.npz", **arrays)
     (out / "checks.json").write_text(json.dumps(stateful_checks()))
-    sample = generate.generate(lm_run, PROMPT, 6, seed=1)
+    sample = generation.generate(lm_run, PROMPT, 6, seed=1)
     (out / "sample.json").write_text(json.dumps(sample))
     print(saved_model.summary(saved_model.export_run(out / "dyck", out / "dyck_saved")))
 

@@ -8,11 +8,11 @@ import pytest
 import zoo
 from tests.training.tiny import TINY
 from training import (
-    analyze,
     evaluate,
     export,
     file_schema,
     generate,
+    generation,
     preset,
     preset_builder,
     recipes,
@@ -20,6 +20,7 @@ from training import (
     saved_model,
     table_schema,
 )
+from training.analysis import ldpa
 from zoo.tokenizer import Tokenizer
 
 
@@ -242,9 +243,9 @@ def test_evaluate_reads_a_preset_and_writes_nothing_into_it(dyck_preset, capsys)
 
 def test_generate_and_analyze_read_a_preset(dyck_preset, tmp_path):
     folder, _ = dyck_preset
-    text = generate.generate(f"preset:{folder}", "(a", length=4, seed=0)
+    text = generation.generate(f"preset:{folder}", "(a", length=4, seed=0)
     assert text.startswith("(a")
-    result = analyze.analyze_ldpa([f"preset:{folder}"], tmp_path / "out", "valid")
+    result = ldpa.analyze_ldpa([f"preset:{folder}"], tmp_path / "out", "valid")
     assert len(result) == 1
 
 

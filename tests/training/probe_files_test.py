@@ -21,6 +21,7 @@ from training import (
     evaluate,
     fitting,
     generate,
+    generation,
     preset,
     reproduce,
     runs,
@@ -314,13 +315,13 @@ def test_generation_never_samples_padding_or_start(dyck_run):
     # A barely trained model at a high temperature draws nearly uniformly:
     # without the rule, <pad> and START come within a few tokens.
     for seed in range(3):
-        tokens = generate.generate(dyck_run, "(a", 60, temperature=50.0, seed=seed)
+        tokens = generation.generate(dyck_run, "(a", 60, temperature=50.0, seed=seed)
         assert not {"<pad>", "START"} & set(tokens.split()), tokens
 
 
 def test_generate_prints_the_text_as_it_samples(dyck_run, capsys, monkeypatch):
     drawn = []
-    sample_next = generate.sample_next
+    sample_next = generation.sample_next
 
     def stop_after_four(*args, **kwargs):
         if len(drawn) == 4:
@@ -328,7 +329,7 @@ def test_generate_prints_the_text_as_it_samples(dyck_run, capsys, monkeypatch):
         drawn.append(sample_next(*args, **kwargs))
         return drawn[-1] if drawn[-1] != 2 else 3  # no END: four tokens
 
-    monkeypatch.setattr(generate, "sample_next", stop_after_four)
+    monkeypatch.setattr(generation, "sample_next", stop_after_four)
     with pytest.raises(SystemExit) as stopped:  # Ctrl-C: one line, exit 130
         generate.main([str(dyck_run), "--prompt", "(a", "--length", "100"])
     assert stopped.value.code == 130

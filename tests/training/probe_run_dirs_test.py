@@ -27,8 +27,10 @@ import pytest
 from tests.training.tiny import tiny_recipe
 from training import (
     evaluate,
+    evaluation,
     export,
     generate,
+    generation,
     preset,
     preset_builder,
     reproduce,
@@ -36,6 +38,7 @@ from training import (
     runs,
     saved_model,
     syntax,
+    table_sweep,
     train,
 )
 from training.callbacks import RunBackup
@@ -317,9 +320,9 @@ def interrupted_commands_end_in_one_line_with_130(probe):
         (runs, "train_run", train.main, ["tiny_dyck_lstm", "--run-dir", "r"]),
         (saved_model, "export_run", export.main, [finished, "o"]),
         (preset_builder, "save_preset", preset.main, [finished, "p"]),
-        (evaluate, "evaluate_run", evaluate.main, [finished]),
-        (generate, "sample", generate.main, [finished, "--prompt", "("]),
-        (reproduce, "_prepare", reproduce.main, ["mm_dyck", "--out", "out"]),
+        (evaluation, "evaluate_run", evaluate.main, [finished]),
+        (generation, "sample", generate.main, [finished, "--prompt", "("]),
+        (table_sweep, "prepare", reproduce.main, ["mm_dyck", "--out", "out"]),
     ]
     probe.monkeypatch.chdir(probe.tmp)
     for module, name, main, argv in commands:

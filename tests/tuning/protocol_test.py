@@ -3,11 +3,11 @@ import shutil
 import pytest
 
 from tests.training import tiny
-from tuning import protocol, search
+from tuning import protocol, protocol_runs, search, search_records
 
 
 def test_every_row_of_a_protocol_gets_the_same_search():
-    stack = protocol.PROTOCOLS["stack_d2"]
+    stack = protocol_runs.PROTOCOLS["stack_d2"]
     assert list(stack.rows) == [
         "stack_rnn",
         "diffstk_rnn",
@@ -20,7 +20,9 @@ def test_every_row_of_a_protocol_gets_the_same_search():
     ]
     parser = search.build_parser()
     parsed = {
-        row: vars(parser.parse_intermixed_args(protocol.row_arguments("stack_d2", row)))
+        row: vars(
+            parser.parse_intermixed_args(protocol_runs.row_arguments("stack_d2", row))
+        )
         for row in stack.rows
     }
     differ = {"cells", "project_name", "record"}
@@ -37,7 +39,7 @@ def test_every_row_of_a_protocol_gets_the_same_search():
 def test_the_dyck_protocol_searches_the_reports_lstm_from_its_size_up():
     args = vars(
         search.build_parser().parse_intermixed_args(
-            protocol.row_arguments("dyck_m4", "lstm")
+            protocol_runs.row_arguments("dyck_m4", "lstm")
         )
     )
     assert (args["recipe"], args["scale"], args["cells"]) == (
@@ -73,8 +75,8 @@ def test_a_protocol_row_searches_records_and_resumes(tmp_path, capfd):
     assert protocol.main(argv) == 0
     record = tmp_path / "rec" / "stack_d2" / "gru"
     names = sorted(p.name for p in record.iterdir())
-    assert names == sorted([*search.RECORD_FILES, search.STATE])
-    header = (record / search.SUMMARY).read_text().splitlines()[0]
+    assert names == sorted([*search_records.RECORD_FILES, search_records.STATE])
+    header = (record / search_records.SUMMARY).read_text().splitlines()[0]
     # The GRU takes none of the cell options: only the shared ones remain.
     assert [name.strip() for name in header.split("|")[1:-1]] == [
         "trial",
@@ -84,13 +86,13 @@ def test_a_protocol_row_searches_records_and_resumes(tmp_path, capfd):
         "parameters",
         "val_strict_positives",
     ]
-    first = (record / search.TRIALS).read_text()
+    first = (record / search_records.TRIALS).read_text()
     capfd.readouterr()
     assert protocol.main(argv) == 0  # resumed: nothing left to run
     assert "Reloading Tuner" in capfd.readouterr().out
-    assert (record / search.TRIALS).read_text() == first
+    assert (record / search_records.TRIALS).read_text() == first
     # A fresh clone: no runs/, only the committed record.
     shutil.rmtree(tmp_path / "runs")
     assert protocol.main(argv) == 0
     assert "Restored 1 trials' state from" in capfd.readouterr().out
-    assert (record / search.TRIALS).read_text() == first
+    assert (record / search_records.TRIALS).read_text() == first

@@ -7,7 +7,7 @@ import zoo.cells.multi_matrix  # noqa: F401  registers mmlstm
 from tests.training import tiny
 from training import recipes, runs
 from training import train as train_cli
-from tuning import hypermodels, search
+from tuning import hypermodels, search, search_records, search_space
 
 TINY = ["--recipe", "tiny_dyck_lstm", "--units", "4,8", "--verbose", "0"]
 
@@ -41,7 +41,7 @@ def test_two_trial_search_finishes_and_its_best_recipe_trains(searched, capsys):
     finished = trials(project)
     assert [t["status"] for t in finished.values()] == ["COMPLETED", "COMPLETED"]
     best = min(finished.values(), key=lambda t: t["score"])
-    recipe = recipes.resolve(str(project / search.BEST_RECIPE))
+    recipe = recipes.resolve(str(project / search_records.BEST_RECIPE))
     values = best["hyperparameters"]["values"]
     assert recipe["model"]["units"] == values["units"]
     assert recipe["model"]["num_layers"] == values["num_layers"]
@@ -49,7 +49,7 @@ def test_two_trial_search_finishes_and_its_best_recipe_trains(searched, capsys):
     assert recipe["task"] == recipes.resolve("tiny_dyck_lstm")["task"]
 
     run_dir = directory / "best_run"
-    argv = [str(project / search.BEST_RECIPE), "--run-dir", str(run_dir)]
+    argv = [str(project / search_records.BEST_RECIPE), "--run-dir", str(run_dir)]
     assert train_cli.main([*argv, "--no-export"]) == 0
     assert "wcpa" in runs.read_json(run_dir / runs.METRICS)["valid"]
     assert runs.read_json(run_dir / runs.RECIPE)["model"] == recipe["model"]
@@ -99,7 +99,7 @@ def test_summary_table_lists_trials_parameters_and_objective(searched, capsys):
         parameters = trial["metrics"]["metrics"]["parameters"]["observations"]
         assert cells[-2] == f"{int(parameters[0]['value'][0]):,}"
         assert cells[-1] == f"{trial['score']:.4g}"
-    saved = (directory / "tiny" / search.SUMMARY).read_text()
+    saved = (directory / "tiny" / search_records.SUMMARY).read_text()
     assert saved.strip() in output
     assert "Train it: python -m training.train" in output
 
@@ -115,7 +115,7 @@ def test_budgeted_search_keeps_every_trial_within_five_percent(tmp_path):
     for trial in finished.values():
         observations = trial["metrics"]["metrics"]["parameters"]["observations"]
         assert abs(observations[0]["value"][0] - budget) <= 0.05 * budget
-    recipe = recipes.resolve(str(tmp_path / "tiny" / search.BEST_RECIPE))
+    recipe = recipes.resolve(str(tmp_path / "tiny" / search_records.BEST_RECIPE))
     assert recipe["model"]["units"] not in (4, 8)  # derived, not searched
 
 
@@ -137,9 +137,9 @@ def test_a_search_over_directions_writes_a_bidirectional_best_recipe(tmp_path):
     argv += ["--dropout", "0", "--learning-rate", "0.01", "--verbose", "0"]
     argv += ["--bidirectional", "true", "--directory", str(tmp_path)]
     assert search.main([*argv, "--project-name", "both", "--max-trials", "1"]) == 0
-    settings = json.loads((tmp_path / "both" / search.SETTINGS).read_text())
+    settings = json.loads((tmp_path / "both" / search_records.SETTINGS).read_text())
     assert settings["bidirectional"] == [True]
-    best = recipes.resolve(str(tmp_path / "both" / search.BEST_RECIPE))
+    best = recipes.resolve(str(tmp_path / "both" / search_records.BEST_RECIPE))
     assert best["model"]["bidirectional"] is True
     assert best["task"]["kind"] == "dyck_depth"
 
@@ -150,7 +150,7 @@ def test_hyperband_runs_a_trial(tmp_path):
     (trial,) = trials(tmp_path / "tiny").values()
     assert trial["status"] == "COMPLETED"
     assert trial["hyperparameters"]["values"]["tuner/epochs"] == 2
-    assert (tmp_path / "tiny" / search.BEST_RECIPE).is_file()
+    assert (tmp_path / "tiny" / search_records.BEST_RECIPE).is_file()
 
 
 def test_bayesian_runs_a_trial(tmp_path):
@@ -233,10 +233,10 @@ def test_a_killed_search_resumes_from_its_record_alone(tmp_path, monkeypatch, ca
     monkeypatch.undo()
     # The record holds the first trial, marked partial, and the JSON state
     # Keras Tuner resumes from; no checkpoint, no best recipe yet.
-    partial = json.loads((record / search.TRIALS).read_text())
+    partial = json.loads((record / search_records.TRIALS).read_text())
     assert partial["finished"] is False and partial["max_trials"] == 2
     assert [row["status"] for row in partial["trials"]] == ["completed"]
-    summary = (record / search.SUMMARY).read_text()
+    summary = (record / search_records.SUMMARY).read_text()
     assert summary.rstrip().endswith(
         "1 of 2 trials; not finished: the same command resumes it."
     )
@@ -244,9 +244,9 @@ def test_a_killed_search_resumes_from_its_record_alone(tmp_path, monkeypatch, ca
         "keras_tuner/oracle.json",
         "keras_tuner/trial_0/trial.json",
         "keras_tuner/tuner0.json",
-        search.SUMMARY,
-        search.TRIALS,
-        search.SETTINGS,
+        search_records.SUMMARY,
+        search_records.TRIALS,
+        search_records.SETTINGS,
     ]
     # A fresh machine: Keras Tuner's directory is gone, checkpoints and all.
     shutil.rmtree(tmp_path / "killed")
@@ -257,12 +257,17 @@ def test_a_killed_search_resumes_from_its_record_alone(tmp_path, monkeypatch, ca
     assert trials(tmp_path / "killed" / "tiny") == trials(tmp_path / "whole" / "tiny")
     resumed, expected = files(record), files(whole)
     assert resumed.keys() == expected.keys()
-    for name in (search.SUMMARY, search.TRIALS, search.SETTINGS):
+    for name in (
+        search_records.SUMMARY,
+        search_records.TRIALS,
+        search_records.SETTINGS,
+    ):
         assert resumed[name] == expected[name]
-    assert json.loads(resumed[search.TRIALS])["finished"] is True
-    assert expected[search.SUMMARY].rstrip().endswith("2 of 2 trials.")
+    assert json.loads(resumed[search_records.TRIALS])["finished"] is True
+    assert expected[search_records.SUMMARY].rstrip().endswith("2 of 2 trials.")
     best, uninterrupted = (
-        recipes.resolve(str(folder / search.BEST_RECIPE)) for folder in (record, whole)
+        recipes.resolve(str(folder / search_records.BEST_RECIPE))
+        for folder in (record, whole)
     )
     # The same recipe, but for the command in `source` (its folders differ).
     assert {**best, "source": None} == {**uninterrupted, "source": None}
@@ -271,7 +276,7 @@ def test_a_killed_search_resumes_from_its_record_alone(tmp_path, monkeypatch, ca
 def test_a_record_of_other_settings_is_refused(tmp_path, capsys):
     record = tmp_path / "record"
     record.mkdir()
-    (record / search.SETTINGS).write_text(json.dumps({"tuner": "bayesian"}))
+    (record / search_records.SETTINGS).write_text(json.dumps({"tuner": "bayesian"}))
     with pytest.raises(SystemExit) as exit_info:
         run(tmp_path / "runs", "--record", str(record))
     assert exit_info.value.code == 2
@@ -282,18 +287,18 @@ def test_a_record_of_other_settings_is_refused(tmp_path, capsys):
 
 def test_restore_refuses_a_record_it_cannot_resume(tmp_path):
     record = tmp_path / "record"
-    (record / search.STATE).mkdir(parents=True)
-    (record / search.TRIALS).write_text("{}")
+    (record / search_records.STATE).mkdir(parents=True)
+    (record / search_records.TRIALS).write_text("{}")
     with pytest.raises(ValueError, match="has trials but no Keras Tuner state"):
-        search.restore(tmp_path / "project", record, "random")
-    (record / search.STATE / search.ORACLE).write_text("{}")
+        search_records.restore(tmp_path / "project", record, "random")
+    (record / search_records.STATE / search_records.ORACLE).write_text("{}")
     with pytest.raises(ValueError, match="resumes only with its checkpoints"):
-        search.restore(tmp_path / "project", record, "hyperband")
+        search_records.restore(tmp_path / "project", record, "hyperband")
     assert not (tmp_path / "project").exists()
 
 
 def test_parse_options_routes_recipe_keys_and_reads_text_values():
-    options, recipe_keys = search.parse_options(
+    options, recipe_keys = search_space.parse_options(
         ["carry_forward=soft,false", "noise_stddev=0,0.1", "task.step_labels=string"]
     )
     assert options == {"carry_forward": ["soft", False], "noise_stddev": [0, 0.1]}
@@ -326,8 +331,8 @@ def test_a_recognition_search_over_seeds_writes_its_record(tmp_path, capsys):
     output = capsys.readouterr().out
     assert "Not searched (no searched cell takes them): forget_bias." in output
     names = sorted(p.name for p in record.iterdir())
-    assert names == sorted([*search.RECORD_FILES, search.STATE])
-    saved = json.loads((record / search.TRIALS).read_text())
+    assert names == sorted([*search_records.RECORD_FILES, search_records.STATE])
+    saved = json.loads((record / search_records.TRIALS).read_text())
     assert (saved["objective"], saved["direction"]) == ("val_strict_positives", "max")
     (row,) = saved["trials"]
     assert row["status"] == "completed"
@@ -335,10 +340,10 @@ def test_a_recognition_search_over_seeds_writes_its_record(tmp_path, capsys):
     assert row["val_strict_positives"] == pytest.approx(
         (row["seed_0"] + row["seed_1"]) / 2
     )
-    best = recipes.resolve(str(record / search.BEST_RECIPE))
+    best = recipes.resolve(str(record / search_records.BEST_RECIPE))
     assert best["model"]["options"]["carry_forward"] == row["carry_forward"]
     assert best["task"]["next_symbol_loss"] == row["task.next_symbol_loss"]
-    header = (record / search.SUMMARY).read_text().splitlines()[0]
+    header = (record / search_records.SUMMARY).read_text().splitlines()[0]
     assert "task.next_symbol_loss" in header and "seed_1" in header
     # Resuming with another number of seeds per trial is refused.
     with pytest.raises(SystemExit) as exit_info:

@@ -7,11 +7,16 @@ one of its columns against the epoch, one line per run, coloured by row
 `val_wcpa` of the `so_dyck` rows' seeds, which the Dyck tasks log since
 issue 25: a log from before has no such column, and `read_curves` names it
 instead of drawing it.
+
+`analyze_curves` draws them from run directories or records and writes
+`curves.png` and `curves.csv` (`python -m training.analyze curves`, which
+prints `report_lines`).
 """
 
 from pathlib import Path
 
 from training import history, plots
+from training.analysis.loading import run_names
 
 # Axis labels with units of the columns a run logs.
 LABELS = {
@@ -97,3 +102,37 @@ def plot(curves, path, column, title=None):
         ax.set_ylim(-0.02, 1.02)
     ax.legend()
     return plots.save(fig, path)
+
+
+def analyze_curves(run_dirs, out, column="val_wcpa"):
+    """Writes `curves.png` and `curves.csv`; returns the curves and the
+    folders whose log has no `column` (left out; an error if all are)."""
+    found, lacking = read_curves(run_dirs, run_names(run_dirs), column)
+    if not found:
+        listed = ", ".join(map(str, lacking))
+        raise ValueError(
+            f"no per-epoch {column} in any of these records ({listed}): they were "
+            "trained before it was logged, or it is NaN in every epoch; expected "
+            "runs that logged a number for it (the Dyck "
+            "tasks log val_wcpa since issue 25: train these again)."
+        )
+    plots.make_out_dir(out)
+    plot(found, out / "curves.png", column)
+    plots.write_table(out / "curves.csv", table_rows(found, column))
+    return found, lacking
+
+
+def report_lines(found, lacking, column):
+    """What `python -m training.analyze curves` prints: each folder left out,
+    then each curve's epochs, first and last value and maximum."""
+    lines = [
+        f"{folder}: no per-epoch {column} in this record (trained before it was "
+        "logged, or NaN in every epoch); left out"
+        for folder in lacking
+    ]
+    for name, (_, epochs, values) in found.items():
+        lines.append(
+            f"{name}: {len(epochs)} epochs, {column} "
+            f"{values[0]:.4g} -> {values[-1]:.4g} (max {max(values):.4g})"
+        )
+    return lines

@@ -15,12 +15,20 @@ al. use the training split) and `RMS_norm = sqrt(MS) / mean(sqrt(MS))`, the
 mean over all parameters. The weights changed are a stateful copy's; the
 model passed in (and anything saved) is never changed. The static number is
 the same segmentation read without updates.
+
+`evaluate_dynamic` runs it on a run directory's split and writes the result
+beside the run (`python -m training.evaluate RUN_DIR --dynamic`);
+`report_dynamic` is what that command prints.
 """
+
+import math
 
 import keras
 import numpy as np
 
 from training import metrics as metrics_lib
+from training import runs
+from training.analysis.loading import check_kind, stream_ids
 from training.compiled import loss_and_gradients
 from training.scoring import (
     check_stream,
@@ -29,6 +37,16 @@ from training.scoring import (
     stateful_copy,
 )
 from zoo.checks import check_number, check_positive_int
+
+# The settings of `evaluate_dynamic` (the options of `python -m
+# training.evaluate --dynamic`) and their defaults.
+DYNAMIC_DEFAULTS = {
+    "learning_rate": 1e-3,
+    "decay": 0.0,
+    "segment": 20,
+    "rms": False,
+    "rms_segments": 200,
+}
 
 
 def _numbers(total, count):
@@ -146,3 +164,82 @@ def dynamic_evaluation(
         "tokens": count,
         "segments": len(pieces),
     }
+
+
+def evaluate_dynamic(run_dir, split="test", **settings):
+    """Returns `(task, result)`: static and dynamic numbers of the run on `split`.
+
+    `settings` are those of `DYNAMIC_DEFAULTS`; `result` holds them beside
+    `dynamic_evaluation`'s dict. Nothing in `run_dir` but the result
+    file is written, and that only when the settings are valid (finite and
+    in range, checked before the run is loaded) and the dynamic
+    cross-entropy is finite (a `ValueError` otherwise).
+    """
+    unknown = sorted(set(settings) - set(DYNAMIC_DEFAULTS))
+    if unknown:
+        raise TypeError(f"Unknown dynamic-evaluation settings: {unknown}.")
+    settings = {**DYNAMIC_DEFAULTS, **settings}
+    for key in ("segment", "rms_segments"):
+        if settings[key] < 1:
+            raise ValueError(
+                f"--{key.replace('_', '-')} must be at least 1; received "
+                f"{settings[key]!r}."
+            )
+    check_number("--learning-rate", settings["learning_rate"], low=0)
+    check_number("--decay", settings["decay"], 0, 1)
+    run = runs.load_run(run_dir)
+    check_kind(run.recipe, ("language_model",), "Dynamic evaluation", run_dir)
+    task, model = run.task, run.model
+    ids = stream_ids(task, split)
+    statistics = None
+    if settings["rms"]:
+        statistics = gradient_statistics(
+            task.build_model,
+            model,
+            task.encoded["train"].ids,
+            segment=settings["segment"],
+            max_segments=settings["rms_segments"],
+        )
+    result = dynamic_evaluation(
+        task.build_model,
+        model,
+        ids,
+        learning_rate=settings["learning_rate"],
+        decay=settings["decay"],
+        segment=settings["segment"],
+        statistics=statistics,
+    )
+    result["settings"] = settings
+    if not math.isfinite(result["dynamic"]["perplexity"]):
+        raise ValueError(
+            f"Dynamic evaluation diverged: the cross-entropy became "
+            f"{result['dynamic']['cross_entropy']} at --learning-rate "
+            f"{settings['learning_rate']:g}; expected a smaller learning rate "
+            "(nothing was written)."
+        )
+    if not runs.read_only(run_dir):  # a preset
+        runs.write_json(
+            runs.check_run(run_dir) / f"evaluation-{split}-dynamic.json", result
+        )
+    return task, result
+
+
+def report_dynamic(result, split):
+    static, dynamic_ = result["static"], result["dynamic"]
+    change = dynamic_["perplexity"] / static["perplexity"] - 1
+    settings = result["settings"]
+    update = "RMS-normalised" if settings["rms"] else "SGD"
+    return "\n".join(
+        [
+            f"{split}, {result['tokens']:,} tokens in {result['segments']:,} "
+            f"segments of {settings['segment']} ({update}, learning rate "
+            f"{settings['learning_rate']:g}, decay {settings['decay']:g}):",
+            f"  static:  cross-entropy {static['cross_entropy']:.4f} nats/token, "
+            f"perplexity {static['perplexity']:.2f}, "
+            f"{static['bits_per_token']:.4f} bits/token",
+            f"  dynamic: cross-entropy {dynamic_['cross_entropy']:.4f} nats/token, "
+            f"perplexity {dynamic_['perplexity']:.2f}, "
+            f"{dynamic_['bits_per_token']:.4f} bits/token "
+            f"(perplexity {change:+.1%})",
+        ]
+    )

@@ -4,9 +4,14 @@ LDPA at distance `d` is the accuracy of the closing bracket's type over the
 positions whose bracket closes one opened `d` tokens before
 (`training.metrics.closing_bracket_accuracy`); the Dyck tasks' `evaluate`
 returns it as `"ldpa"` and `"ldpa_counts"`, keyed by distance.
+
+`analyze_ldpa` evaluates run directories and writes `ldpa.png` and
+`ldpa.csv` (`python -m training.analyze ldpa`, which prints
+`report_lines`).
 """
 
-from training import plots
+from training import plots, runs
+from training.analysis.loading import check_kind, check_split, run_label, run_names
 
 
 def curve(metrics):
@@ -50,3 +55,23 @@ def plot(metrics_by_label, path, title="Accuracy by closing distance (LDPA)"):
     ax.set_ylim(-0.02, 1.02)
     ax.legend()
     return plots.save(fig, path)
+
+
+def analyze_ldpa(run_dirs, out, split):
+    """Writes `ldpa.png` and `ldpa.csv` of Dyck runs on `split`; returns
+    `{run label: metrics}`."""
+    metrics = {}
+    for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
+        run = runs.load_run(run_dir)
+        check_kind(run.recipe, ("dyck", "closing_bracket"), "ldpa", run_dir)
+        check_split(run.task, split)
+        metrics[run_label(name, run.recipe)] = run.task.evaluate(run.model, split)
+    plots.make_out_dir(out)
+    plot(metrics, out / "ldpa.png")
+    plots.write_table(out / "ldpa.csv", table_rows(metrics))
+    return metrics
+
+
+def report_lines(metrics):
+    """What `python -m training.analyze ldpa` prints: each run's WCPA."""
+    return [f"{label}: WCPA {values['wcpa']:.4f}" for label, values in metrics.items()]

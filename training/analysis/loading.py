@@ -4,7 +4,11 @@ The run itself is loaded with `training.runs.load_run`; these helpers check
 its kind and split, and read a split's or a text's token ids.
 """
 
+from pathlib import Path
+
 import numpy as np
+
+from training import plots
 
 
 def check_kind(recipe, kinds, what, run_dir):
@@ -57,3 +61,30 @@ def encode_texts(task, texts):
 
 def token_names(vocabulary, ids):
     return [vocabulary.decode([int(i)]) for i in ids]
+
+
+def run_names(run_dirs):
+    """Short names that tell the runs apart, for labels and file names.
+
+    The folder's name, with as many parent folders as it takes to make the
+    names differ (`lstm_m4-seed-0`, `lstm_m6-seed-0` for the runner's
+    `OUT/runs/ROW/seed-N`), so no run's picture or numbers replace another's;
+    they differ as file names too (`plots.file_name`, `preset:NAME`).
+    """
+    parts = [Path(d).resolve().parts for d in run_dirs]
+    if len(set(parts)) < len(parts):
+        raise ValueError("a run directory is given twice; expected each once.")
+    depth = 1
+    while len({plots.file_name("-".join(p[-depth:])) for p in parts}) < len(parts):
+        if depth == max(map(len, parts)):
+            raise ValueError(
+                "two run directories' paths differ only in characters a file "
+                "name cannot hold (such as ':'); expected names that differ in "
+                "letters, digits, '_', '.' or '-'."
+            )
+        depth += 1
+    return ["-".join(p[-depth:]) for p in parts]
+
+
+def run_label(name, recipe):
+    return f"{recipe['model']['cell']} ({name})"

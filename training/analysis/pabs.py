@@ -22,6 +22,9 @@ matrices are; the baselines that make that a comparison are the same
 pairs at initialization (`training.runs.initial_model`) and the angles
 between corresponding matrices of two models of one architecture
 (`cross_angles`), such as two LSTMs trained from different seeds.
+
+`analyze_pabs` runs it on run directories and writes the figures and their
+numbers (`python -m training.analyze pabs`, which prints `report_lines`).
 """
 
 import itertools
@@ -31,7 +34,8 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from training import plots
+from training import plots, runs
+from training.analysis.loading import run_label, run_names
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
 from zoo.walk import walk_layers
@@ -279,3 +283,85 @@ def plot(
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(handles=handles, fontsize=7, ncol=2 if len(handles) > 8 else 1)
     return plots.save(fig, path)
+
+
+INIT = "@init"  # analyze_pabs(init=True): the key of a run's angles at initialization
+
+
+def analyze_pabs(run_dirs, out, init=False, across=False):
+    """Writes PABS pictures, `pabs.json` and `pabs-summary.csv`; returns the sets.
+
+    Each set of angles (`pairwise_angles`' or `cross_angles`'
+    results) has a key in `pabs.json`: `NAME`, the pairs within each run
+    (`pabs-NAME.png`); with `across`, `A / B`, the corresponding matrices
+    of each pair of runs (`pabs-A-vs-B.png`). With `init` the same is
+    computed for the runs' initial models (`runs.initial_model`), keyed
+    `NAME@init` or `A@init / B@init` and drawn dashed on the same picture.
+    `pabs-summary.csv` has each set's angles pooled (`summary`).
+    """
+    names = run_names(run_dirs)
+    if across and len(names) < 2:
+        raise ValueError(
+            "pabs --across compares runs pairwise; expected two or more run "
+            f"directories, received {len(names)}."
+        )
+    suffixes = ("", INIT) if init else ("",)
+    labels, kept = {}, {}  # the models to compare across, or the angles within
+    for run_dir, name in zip(run_dirs, names, strict=True):
+        run = runs.load_run(run_dir)
+        labels[name] = run_label(name, run.recipe)
+        models = {name: run.model}
+        if init:
+            models[name + INIT] = runs.initial_model(run_dir)
+        for key, model in models.items():
+            kept[key] = model if across else pairwise_angles(model)
+    if across:
+        angles, figures = {}, []
+        for a, b in itertools.combinations(names, 2):
+            for at in suffixes:
+                key = f"{a}{at} / {b}{at}"
+                angles[key] = cross_angles(kept[a + at], kept[b + at])
+            title = f"Principal angles: {labels[a]} against {labels[b]}"
+            file_name = plots.file_name(f"pabs-{a}-vs-{b}", ".png")
+            figures.append((f"{a} / {b}", file_name, title))
+    else:
+        angles = kept
+        figures = [
+            (
+                name,
+                plots.file_name(f"pabs-{name}", ".png"),
+                f"Principal angles: {labels[name]}",
+            )
+            for name in names
+        ]
+    plots.make_out_dir(out)
+    for key, file_name, title in figures:
+        initial = " / ".join(name + INIT for name in key.split(" / "))
+        plot(angles[key], out / file_name, title, baseline=angles.get(initial))
+    runs.write_json(out / "pabs.json", angles)
+    plots.write_table(
+        out / "pabs-summary.csv",
+        [{"set": key, **summary(results)} for key, results in angles.items()],
+    )
+    return angles
+
+
+def report_lines(angles):
+    """What `python -m training.analyze pabs` prints: each pair's range and
+    median, then each set's."""
+    lines = []
+    for key, results in angles.items():
+        for a in results:
+            lines.append(
+                f"{key} {a['layer']} {a['group']} {a['pair']}: "
+                f"{min(a['angles']):.1f}-{max(a['angles']):.1f} degrees, "
+                f"median {np.median(a['angles']):.1f}"
+            )
+    for key, results in angles.items():
+        pooled = summary(results)
+        pairs = f"{pooled['pairs']} pair" + ("s" if pooled["pairs"] > 1 else "")
+        lines.append(
+            f"{key}: median {pooled['median']:.1f} degrees (min {pooled['min']:.1f}, "
+            f"max {pooled['max']:.1f}) over {pooled['angles']} angles of {pairs}"
+        )
+    return lines

@@ -8,6 +8,9 @@
 
 Strings are read from the zero (initial) state, one per row; a padded
 batch is fine because a step's routing depends only on what came before.
+
+`analyze_routing` runs it on run directories and writes a figure per layer
+and the mean weights per token type (`python -m training.analyze routing`).
 """
 
 import collections
@@ -17,10 +20,18 @@ import numpy as np
 from keras import ops
 from matplotlib.patches import Patch, Rectangle
 
-from training import plots
+from training import plots, runs
+from training.analysis.loading import (
+    encode_texts,
+    run_label,
+    run_names,
+    sample_ids,
+    token_names,
+)
 from training.analysis.pabs import GATES
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
+from zoo.checks import check_positive_int
 from zoo.walk import walk_layers
 
 
@@ -178,3 +189,44 @@ def plot(tokens, weights, groups, path, title, choice_name="cell", max_tokens=40
         fontsize=8,
     )
     return plots.save(fig, path)
+
+
+def analyze_routing(run_dirs, out, split, texts=(), samples=4):
+    """Writes a figure per run and routed layer (`samples` strings of `split`,
+    or `texts`) and a CSV per run; returns `{run name: table rows}`."""
+    check_positive_int("--samples", samples)
+    computed = []
+    for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
+        run = runs.load_run(run_dir)
+        routed_layers(run.model)
+        strings = (
+            encode_texts(run.task, texts)
+            if texts
+            else sample_ids(run.task, split, samples)
+        )
+        if not strings or not all(len(s) for s in strings):
+            raise ValueError("routing needs non-empty strings; none were found.")
+        padded = np.zeros((len(strings), max(len(s) for s in strings)), "int32")
+        for row, string in enumerate(strings):
+            padded[row, : len(string)] = string
+        tokens = [token_names(run.vocabulary, s) for s in strings]
+        layers = routing_weights(run.model, padded)
+        computed.append((name, run.recipe, tokens, layers))
+    plots.make_out_dir(out)
+    results = {}
+    for name, recipe, tokens, layers in computed:
+        rows = []
+        for layer, groups, weights in layers:
+            per_token = mean_weight_per_token(tokens, weights)
+            rows += table_rows(layer, groups, per_token)
+            plot(
+                tokens,
+                weights,
+                groups,
+                out / plots.file_name(f"routing-{name}-{layer}", ".png"),
+                title=f"Routing: {run_label(name, recipe)}, {layer}",
+                choice_name="cell" if groups == ["alpha"] else "choice",
+            )
+        plots.write_table(out / plots.file_name(f"routing-{name}", ".csv"), rows)
+        results[name] = rows
+    return results

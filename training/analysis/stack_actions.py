@@ -11,6 +11,10 @@ symbol before the centre `c`, no-op on `c`, pop each one after it (and no-op
 on START and END). A stack with PUSH and POP only (no NO-OP, as Joulin &
 Mikolov's StackRNN) cannot do a no-op: those steps are left out of its share
 and counted apart.
+
+`analyze_stack` runs it on run directories and writes the figures and
+`stack.json` (`python -m training.analyze stack`, which prints
+`report_lines`).
 """
 
 import numpy as np
@@ -18,9 +22,18 @@ from keras import ops
 from matplotlib import colors
 
 import zoo
-from training import plots
+from training import plots, runs
+from training.analysis.loading import (
+    check_kind,
+    check_split,
+    encode_texts,
+    run_label,
+    run_names,
+    token_names,
+)
 from training.data.dyck import END_ID, FIRST_BRACKET_ID, START_ID
 from zoo.cells.stack_cell import StackCell
+from zoo.checks import check_positive_int
 from zoo.layers.differentiable_stack import NO_OP, POP, PUSH
 
 ACTIONS = ("push", "pop", "no-op")
@@ -154,3 +167,69 @@ def plot(tokens, traces, path, title="Stack actions per step"):
     for string, top_ax in zip(tokens, axes[1::2], strict=True):
         plots.label_positions(top_ax, list(string))  # long strings thinned
     return plots.save(fig, path)
+
+
+def analyze_stack(run_dirs, out, split, texts=(), samples=3):
+    """Writes a figure per stack recognizer's run (`samples` strings of
+    `split`, or `texts`) and `stack.json`; returns `{run name: result}`, each
+    with its share of steps that agree with a correct automaton."""
+    check_positive_int("--samples", samples)
+    computed = []
+    for run_dir, name in zip(run_dirs, run_names(run_dirs), strict=True):
+        run = runs.load_run(run_dir)
+        check_kind(run.recipe, ("recognition",), "stack", run_dir)
+        check_stack_recognizer(run.model)
+        check_split(run.task, split)
+        language = run.task.language
+        arrays = run.task.arrays[split]
+        positives = [row[row != 0] for row in arrays.inputs[arrays.labels == 1]]
+        shares = [
+            agreement(t["actions"], pda_actions(s, language))
+            for s, t in zip(positives, trace(run.model, positives), strict=True)
+        ]
+        matching = sum(s["matching"] for s in shares)
+        counted = sum(s["steps"] for s in shares)
+        shown = encode_texts(run.task, texts) if texts else positives[:samples]
+        traced = trace(run.model, shown)
+        result = {
+            "split": split,
+            "language": language,
+            "positive_strings": len(positives),
+            "pda_agreement": matching / counted if counted else None,
+            "steps": counted,
+            "no_op_steps_left_out": sum(s["no_op_steps_left_out"] for s in shares),
+            "shown": [
+                {
+                    "tokens": token_names(run.vocabulary, s),
+                    "actions": t["actions"].round(4).tolist(),
+                    "stack_top": t["stack_top"].round(4).tolist(),
+                }
+                for s, t in zip(shown, traced, strict=True)
+            ],
+        }
+        computed.append((name, run.recipe, result, traced))
+    plots.make_out_dir(out)
+    for name, recipe, result, traced in computed:
+        plot(
+            [shown["tokens"] for shown in result["shown"]],
+            traced,
+            out / plots.file_name(f"stack-{name}", ".png"),
+            title=f"Stack actions: {run_label(name, recipe)}",
+        )
+    results = {name: result for name, _, result, _ in computed}
+    runs.write_json(out / "stack.json", results)
+    return results
+
+
+def report_lines(results, split):
+    """What `python -m training.analyze stack` prints: per run, the share of
+    steps on which the most likely action is a correct automaton's."""
+    lines = []
+    for name, result in results.items():
+        share = result["pda_agreement"]
+        share = "no" if share is None else f"{share:.4f} of"
+        lines.append(
+            f"{name}: most likely action = a correct PDA's on {share} "
+            f"{result['steps']} steps of positive {split} strings"
+        )
+    return lines

@@ -9,13 +9,18 @@ its own row only. `advantage` tests the paper's claim for two models: the
 first model's advantage (the second's loss minus the first's) after the
 surprising inputs against its advantage over all positions, with bootstrap
 intervals over positions.
+
+`analyze_surprisal` runs it on run directories and writes the figure and
+its numbers (`python -m training.analyze surprisal`, which prints
+`report_lines`).
 """
 
 import math
 
 import numpy as np
 
-from training import plots
+from training import plots, runs, scoring
+from training.analysis.loading import check_kind, run_label, run_names, stream_ids
 from training.scoring import LN2
 from zoo.checks import check_number, check_positive_int
 
@@ -213,3 +218,60 @@ def plot(result, labels, path, unit="bits/char"):
     ax.set_xticks(list(steps))
     ax.legend()
     return plots.save(fig, path)
+
+
+def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
+    """Writes `surprisal.png` and `surprisal.json` of language-model runs on
+    `split` (same vocabulary); returns the recovery in bits, with the first
+    run's `advantage` over the second when there are two."""
+    check_number("--fraction", fraction, 0, 1, low_open=True)
+    loaded = [runs.load_run(d) for d in run_dirs]
+    for run_dir, run in zip(run_dirs, loaded, strict=True):
+        check_kind(run.recipe, ("language_model",), "surprisal", run_dir)
+    if any(run.vocabulary != loaded[0].vocabulary for run in loaded[1:]):
+        raise ValueError(
+            "surprisal compares runs on the same tokens; expected runs with the "
+            "same vocabulary."
+        )
+    ids = stream_ids(loaded[0].task, split)
+    losses = np.stack(
+        [scoring.token_losses(r.task.build_model, r.model, ids) for r in loaded]
+    )
+    result = in_bits(recovery(losses, fraction, steps))
+    if len(loaded) == 2:
+        result["advantage"] = advantage_in_bits(advantage(losses, fraction, steps))
+    labels = [
+        run_label(name, run.recipe)
+        for name, run in zip(run_names(run_dirs), loaded, strict=True)
+    ]
+    result.update({"runs": labels, "unit": "bits", "split": split})
+    level = loaded[0].recipe["task"]["level"]  # PTB characters are read as words
+    unit = "bits/char" if level == "char" else f"bits/{level}"
+    plots.make_out_dir(out)
+    plot(result, labels, out / "surprisal.png", unit=unit)
+    runs.write_json(out / "surprisal.json", result)
+    return result
+
+
+def advantage_line(labels, advantage):
+    """One line: the first run's advantage after surprises against overall."""
+    steps = len(advantage["after"]) - 1
+    low, high = advantage["excess_interval"]
+    return (
+        f"{labels[0]} over {labels[1]}: {advantage['overall']:.4f} bits overall, "
+        f"{advantage['excess']:+.4f} more at 1..{steps} steps after a surprising "
+        f"input ({advantage['level']:.0%} interval {low:+.4f} to {high:+.4f}): "
+        f"{advantage['verdict']}"
+    )
+
+
+def report_lines(result):
+    """What `python -m training.analyze surprisal` prints: each run's loss at
+    0..4 steps after a surprise, and with two runs the first's advantage."""
+    lines = []
+    for label, after in zip(result["runs"], result["after"], strict=True):
+        values = ", ".join(f"{v:.3f}" for v in after)
+        lines.append(f"{label}: {values} bits at 0..{len(after) - 1} steps after")
+    if "advantage" in result:
+        lines.append(advantage_line(result["runs"], result["advantage"]))
+    return lines

@@ -26,15 +26,22 @@ are all unknown), when a sentence has no token to score, or when the
 vocabulary has no `<unk>` and a word is unknown; the result counts each
 reason (`skipped_because`). Fewer than half of the pairs scored says more
 about the suite's words than about the model: `check_scored` refuses it.
+
+`evaluate_syntax` scores a suite with a run directory's model and writes
+`syntax.json`, `.csv` and `.png` (`python -m training.syntax`, which prints
+`report`).
 """
 
 import collections
+from pathlib import Path
 
 import numpy as np
 from keras import ops
 
-from training import plots
+from training import plots, runs
+from training.analysis.loading import check_kind
 from training.compiled import compiled
+from training.data.minimal_pairs import MARVIN_LINZEN_SUITE, load_suite
 from training.data.tokenize import tokenize
 from zoo.text_conventions import AS_WRITTEN, write
 
@@ -304,3 +311,71 @@ def plot(result, path, title="Targeted syntactic evaluation"):
     ax.set_ylabel("suite (pairs scored)")
     ax.legend(loc="lower right", fontsize=8)
     return plots.save(fig, path)
+
+
+def evaluate_syntax(
+    run_dir, suite=MARVIN_LINZEN_SUITE, data_dir=None, out=None, every=1
+):
+    """Scores `suite` (every `every`-th pair) with the run's model.
+
+    Writes and returns the results, once every check has passed (the
+    options, the run, the suite, and that at least half of the pairs can be
+    scored: `training.analysis.check_scored`).
+    """
+    if every < 1:
+        raise ValueError(f"--every must be at least 1; received {every!r}.")
+    name = MARVIN_LINZEN_SUITE if suite == MARVIN_LINZEN_SUITE else Path(suite).stem
+    if not out and runs.read_only(run_dir):
+        raise ValueError(
+            f"{run_dir} is a preset, which is read-only; expected --out DIR for "
+            "syntax.json, syntax.csv and syntax.png."
+        )
+    out = plots.check_out_dir(out if out else Path(run_dir) / f"syntax-{name}")
+    run = runs.load_run(run_dir)
+    check_kind(run.recipe, ("language_model",), "Syntactic evaluation", run_dir)
+    pairs = load_suite(suite, data_dir)[::every]
+    result = evaluate_pairs(
+        run.model, run.vocabulary, pairs, conventions=run.task.conventions
+    )
+    check_scored(result, run.vocabulary)
+    result["suite"] = suite
+    result["every"] = every
+    plots.make_out_dir(out)
+    runs.write_json(out / "syntax.json", result)
+    plots.write_table(out / "syntax.csv", table_rows(result))
+    plot(result, out / "syntax.png", title=f"Syntactic evaluation: {name}")
+    return result, out
+
+
+def report(result):
+    """What `python -m training.syntax` prints: the pairs scored, skipped and
+    with an OOV word, then a table of the accuracies of each category, test
+    set and condition."""
+    overall = result["overall"]
+    reasons = skip_reasons(result)
+    lines = [
+        f"conventions {result['conventions']}: {overall['scored']:,} of "
+        f"{overall['pairs']:,} pairs scored "
+        f"({overall['scored'] / overall['pairs']:.1%}), {overall['with_oov']:,} "
+        f"of them with an OOV word (scored as <unk>); {overall['skipped']:,} "
+        "skipped" + (f" ({reasons})" if reasons else "")
+    ]
+    sections = [("overall", result["overall"])]
+    sections += [(f"category {n}", s) for n, s in result["categories"].items()]
+    sections += list(result["suites"].items())
+    sections += [(f"{name}, animacy pooled", s) for name, s in result["pooled"].items()]
+    width = max(len(name) for name, _ in sections) + 1  # names are never cut
+    lines += [
+        f"{'':{width}}"
+        f"{'accuracy':>9}{'scored':>8}{'skipped':>8}{'OOV':>7}{'no-OOV acc':>11}"
+    ]
+    for name, summary in sections:
+        accuracy = summary["accuracy"]
+        clean = summary["accuracy_without_oov"]
+        lines.append(
+            f"{name:{width}}"
+            f"{'-' if accuracy is None else f'{accuracy:.3f}':>9}"
+            f"{summary['scored']:>8}{summary['skipped']:>8}{summary['with_oov']:>7}"
+            f"{'-' if clean is None else f'{clean:.3f}':>11}"
+        )
+    return "\n".join(lines)

@@ -21,6 +21,8 @@ from pathlib import Path
 from training.data.files import ENV_VAR, find_local
 
 MARVIN_LINZEN = "marvin_linzen_2018"
+# The name that asks `load_suite` for the Marvin & Linzen sets.
+MARVIN_LINZEN_SUITE = "marvin-linzen"
 CATEGORIES = {
     "agreement": (
         "simple_agrmt",
@@ -176,3 +178,11 @@ def load_jsonl(path):
     if not pairs:
         raise ValueError(f"{path}: no pairs; expected one JSON object per line.")
     return pairs
+
+
+def load_suite(suite, data_dir=None):
+    """The pairs of a suite: `MARVIN_LINZEN_SUITE` (the Marvin & Linzen sets
+    in `data_dir`) or the path of a JSON Lines file."""
+    if suite == MARVIN_LINZEN_SUITE:
+        return load_marvin_linzen(data_dir)
+    return load_jsonl(suite)

@@ -60,7 +60,7 @@ class Task:
         Keras Tuner's trials use it: every trial reads the data generated or
         loaded once, and builds and trains the trial's model. The arrays
         are shared (the search keeps the recipe keys that decide them fixed,
-        `tuning.hypermodels.DATA_KEYS`); the training dataset is the
+        `tuning.search_space.DATA_KEYS`); the training dataset is the
         clone's own, made on its first `train_data`, since other keys
         (`train.epochs` of a curriculum, `train.max_steps_per_epoch`, the
         targets of `task.step_labels`) shape it too.

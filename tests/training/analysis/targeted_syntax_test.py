@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import zoo
-from training import syntax as syntax_cli
 from training.analysis import targeted_syntax
 from training.data.minimal_pairs import MinimalPair
 from training.data.tokenize import Vocabulary
@@ -110,7 +109,7 @@ def test_animate_and_inanimate_sets_are_pooled():
     assert result["suites"][f"npi_across_inanim ({contrast})"]["accuracy"] == 0.0
     assert targeted_syntax.pooled_suite("long_vp_coord") == "long_vp_coord"
     # The printed table cuts no name, however long.
-    printed = syntax_cli.report(result)
+    printed = targeted_syntax.report(result)
     assert f"simple_npi ({contrast}), animacy pooled " in printed
 
 
