@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tests.training.tiny import TINY, tiny_recipe
+from tests.training.tiny import TINY
 from training import evaluate, export, fitting, generate, reproduce, runs, train
 from training.callbacks import RunBackup
 from tuning import search
@@ -26,12 +26,13 @@ SEARCH = ["--recipe", "tiny_dyck_lstm", "--units", "4", "--verbose", "0"]
 
 
 @pytest.fixture(scope="module")
-def other_runs(tmp_path_factory):
-    """Finished tiny runs of a Dyck-RNN, a recognizer and a tagger, and a tiny
+def other_runs(tmp_path_factory, tiny_runs):
+    """Finished tiny runs of a Dyck-RNN, a recognizer and a tagger (the shared
+    `tiny_runs`: each case checks it left them as they were), and a tiny
     search."""
     folder = tmp_path_factory.mktemp("other_runs")
     for kind in ("closing_bracket", "recognition", "dyck_depth"):
-        runs.train_run(tiny_recipe(kind), folder / kind)
+        shutil.copytree(tiny_runs(kind)[1], folder / kind)
     searches = folder / "searches"
     argv = [*SEARCH, "--directory", str(searches), "--project-name", "tiny"]
     assert search.main([*argv, "--max-trials", "1"]) == 0
@@ -173,7 +174,10 @@ def test_bad_input_is_one_line_exit_2_nothing_written(
     world, capsys, cli, argv, message
 ):
     argv = [item.format(**world) for item in argv]
-    before = snapshot(world["tmp"], world["searches"])
+    untouched = [
+        world[name] for name in ("searches", "bracket", "recognizer", "tagger")
+    ]
+    before = snapshot(world["tmp"], *untouched)
     with pytest.raises(SystemExit) as exit_info:
         CLIS[cli](argv)
     error = capsys.readouterr().err
@@ -181,7 +185,7 @@ def test_bad_input_is_one_line_exit_2_nothing_written(
     assert message in error
     assert len(error.strip().splitlines()) == 1, error
     assert "Traceback" not in error
-    assert snapshot(world["tmp"], world["searches"]) == before
+    assert snapshot(world["tmp"], *untouched) == before
 
 
 def test_missing_minimal_pair_suites_are_one_line(tmp_path, capsys, monkeypatch):

@@ -14,6 +14,27 @@ def text_file(tmp_path):
 
 
 @pytest.fixture(scope="session")
+def tiny_runs(tmp_path_factory):
+    """`runs_of(kind)`: the recipe, run directory and `train_run`'s return of
+    `tiny_recipe(kind)`, trained the first time a test of this process asks
+    for the kind and shared by the tests that only read it (a language model
+    reads `TEXT` from a file beside the runs; acceptability's suites are
+    there too)."""
+    folder = tmp_path_factory.mktemp("tiny_runs")
+    corpus = folder / "corpus.txt"
+    corpus.write_text(TEXT)
+    made = {}
+
+    def runs_of(kind):
+        if kind not in made:
+            recipe = tiny_recipe(kind, corpus)
+            made[kind] = recipe, folder / kind, runs.train_run(recipe, folder / kind)
+        return made[kind]
+
+    return runs_of
+
+
+@pytest.fixture(scope="session")
 def dyck_run(tmp_path_factory):
     """A finished tiny Dyck language-model run directory (trained once)."""
     run_dir = tmp_path_factory.mktemp("dyck") / "run"

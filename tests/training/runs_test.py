@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -11,10 +12,8 @@ from training.tasks import make_task
 
 
 @pytest.mark.parametrize("kind", sorted(TINY))
-def test_tiny_run_trains_checkpoints_evaluates_and_reloads(kind, tmp_path, text_file):
-    recipe = tiny_recipe(kind, text_file)
-    run_dir = tmp_path / "run"
-    metrics = runs.train_run(recipe, run_dir)
+def test_tiny_run_trains_checkpoints_evaluates_and_reloads(kind, tiny_runs):
+    recipe, run_dir, metrics = tiny_runs(kind)  # runs.train_run's return
     for name in ("recipe.json", "vocabulary.json", "best.keras", "metrics.json"):
         assert (run_dir / name).is_file()
     assert len((run_dir / "log.csv").read_text().splitlines()) == 3  # header + 2
@@ -116,9 +115,10 @@ def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
-def test_a_run_directory_holds_one_recipe(tmp_path):
-    first = runs.train_run(tiny_recipe("closing_bracket"), tmp_path / "run")
-    again = runs.train_run(tiny_recipe("closing_bracket"), tmp_path / "run")
+def test_a_run_directory_holds_one_recipe(tmp_path, tiny_runs):
+    recipe, finished, first = tiny_runs("closing_bracket")
+    shutil.copytree(finished, tmp_path / "run")
+    again = runs.train_run(recipe, tmp_path / "run")
     assert again == first  # a finished run trains again, from the start
     assert len((tmp_path / "run" / "log.csv").read_text().splitlines()) == 3
     other = tiny_recipe("closing_bracket", extra=["train.epochs=3"])
@@ -128,12 +128,13 @@ def test_a_run_directory_holds_one_recipe(tmp_path):
         runs.load_run(tmp_path / "missing")
 
 
-def test_a_run_saved_before_a_recipe_key_existed_is_the_same_recipe(tmp_path):
+def test_a_run_saved_before_a_recipe_key_existed_is_the_same_recipe(tmp_path, dyck_run):
     # A key added to the defaults later (here train.precision) takes the
     # behaviour older runs had, so their recipe.json still matches.
-    recipe = tiny_recipe("dyck", extra=["train.epochs=1"])
+    recipe = tiny_recipe("dyck")  # the recipe of `dyck_run`
     run_dir = tmp_path / "run"
-    runs.train_run(recipe, run_dir)
+    shutil.copytree(dyck_run, run_dir)
+    assert runs.read_json(run_dir / "recipe.json") == recipe
     saved = runs.read_json(run_dir / "recipe.json")
     del saved["train"]["precision"]
     runs.write_json(run_dir / "recipe.json", saved)

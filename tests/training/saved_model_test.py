@@ -14,7 +14,6 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from tests.training.tiny import tiny_recipe
 from training import runs
 from training.data import acceptability, dyck
 from training.saved_model import UNK_HINT, export_model, export_run
@@ -108,15 +107,30 @@ def test_export_cli_needs_no_data(language_model_run, tmp_path):
     ]
 
 
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, tiny_runs):
+    """`exported(kind)`: the recipe, run directory and SavedModel of the shared
+    tiny run of `kind` (`tiny_runs`), exported once for the tests that read it."""
+    folder = tmp_path_factory.mktemp("exported")
+    made = {}
+
+    def exported(kind):
+        if kind not in made:
+            recipe, run_dir, _ = tiny_runs(kind)
+            made[kind] = recipe, run_dir, export_run(run_dir, folder / kind)
+        return made[kind]
+
+    return exported
+
+
 @pytest.mark.parametrize(
     "kind", ["language_model", "recognition", "dyck_depth", "acceptability"]
 )
-def test_serve_text_takes_an_empty_batch(kind, tmp_path, language_model_run):
-    run_dir = language_model_run
-    if kind != "language_model":
-        run_dir = tmp_path / "run"
-        runs.train_run(tiny_recipe(kind, extra=["train.epochs=1"]), run_dir)
-    saved = export_run(run_dir, tmp_path / "saved")
+def test_serve_text_takes_an_empty_batch(kind, tmp_path, language_model_run, exported):
+    if kind == "language_model":  # its corpus deleted: exported from the run alone
+        saved = export_run(language_model_run, tmp_path / "saved")
+    else:
+        saved = exported(kind)[2]
     loaded = tf.saved_model.load(str(saved))
     empty = loaded.serve_text(tf.constant([], tf.string))
     assert all(value.shape[0] == 0 for value in empty.values())
@@ -133,11 +147,10 @@ def test_export_replaces_only_an_earlier_export(dyck_run, tmp_path):
     assert not (tmp_path / "out.partial").exists()
 
 
-def test_a_tagger_serves_a_label_per_bracket(tmp_path):
-    run_dir = tmp_path / "run"
-    runs.train_run(tiny_recipe("dyck_depth", extra=["train.epochs=1"]), run_dir)
+def test_a_tagger_serves_a_label_per_bracket(exported):
+    _, run_dir, saved = exported("dyck_depth")
     model = runs.load_run(run_dir).model
-    loaded = tf.saved_model.load(str(export_run(run_dir, tmp_path / "saved")))
+    loaded = tf.saved_model.load(str(saved))
     out = loaded.serve_text(tf.constant(["(a (b b) a)", "(b", ""]))
     ids = np.array([[3, 4, 6, 5], [4, 0, 0, 0], [0, 0, 0, 0]], "int32")
     logits = np.asarray(model(ids))
@@ -150,12 +163,10 @@ def test_a_tagger_serves_a_label_per_bracket(tmp_path):
     np.testing.assert_allclose(loaded.serve(tf.constant(ids)), logits, atol=1e-5)
 
 
-def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(tmp_path):
-    run_dir = tmp_path / "run"
-    recipe = tiny_recipe("acceptability", tmp_path / "corpus.txt", ["train.epochs=1"])
-    runs.train_run(recipe, run_dir)
+def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(exported):
+    recipe, run_dir, saved = exported("acceptability")
     run = runs.load_run(run_dir)
-    loaded = tf.saved_model.load(str(export_run(run_dir, tmp_path / "saved")))
+    loaded = tf.saved_model.load(str(saved))
     sentences = ["The cat sees the dog.", "the CAT see the dog ."]
     pairs = [acceptability.load_suites(recipe["task"]["data_dir"])["agreement_1"][0]]
     ids = acceptability.frame(pairs, run.task.vocabulary).inputs  # the same sentences

@@ -94,6 +94,22 @@ def _rank_p(better, worse):
     return sum(u(group) >= observed - 1e-9 for group in splits) / len(splits)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_p_is_scipys_exact_permutation_p(seed):
+    # Counted by rank sums, listed by scipy: the same float, ties and all.
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 7, 2)
+    better, worse = (rng.integers(0, 4, n).astype(float).tolist() for n in sizes)
+    for alternative in ("greater", "less"):
+        expected = scipy.stats.mannwhitneyu(
+            better,
+            worse,
+            alternative=alternative,
+            method=scipy.stats.PermutationMethod(n_resamples=math.inf),
+        ).pvalue
+        assert table_summary._rank_p(better, worse, alternative) == expected
+
+
 @pytest.mark.parametrize(
     "better, worse, direction, outcome, known, shown",
     [
