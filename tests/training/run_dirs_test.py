@@ -15,9 +15,9 @@ RECIPE = {"train": {"epochs": 3}}
 
 
 def test_the_names_of_other_floors_are_theirs():
-    assert run_dirs.CARD == zoo.presets.loading.CARD
+    assert run_dirs.CARD == zoo.presets.preset_loader.CARD
     # A run directory is laid out as a preset is: one loader reads both.
-    preset = zoo.presets.loading
+    preset = zoo.presets.preset_loader
     assert (run_dirs.BEST, run_dirs.VOCABULARY, run_dirs.RECIPE) == (
         preset.MODEL,
         preset.VOCABULARY,

@@ -11,7 +11,7 @@ once with `log_space_scan`, a parallel scan in log space.
 import keras
 from keras import ops
 
-from zoo.cells.base import ZooCell
+from zoo.cells.zoo_cell import ZooCell
 from zoo.checks import check_choice
 from zoo.devices import gpu_visible
 from zoo.registry import register_cell

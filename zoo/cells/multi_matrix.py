@@ -13,7 +13,7 @@ memory per step instead of O(batch * units**2)).
 import keras
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell, blockwise_initializer
+from zoo.cells.zoo_cell import LSTMGates, ZooCell, blockwise_initializer
 from zoo.checks import check_number, check_positive_int
 from zoo.registry import register_cell
 

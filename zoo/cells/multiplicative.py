@@ -11,7 +11,7 @@ both cells here and by the stack-augmented cells built on them.
 import keras
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell, stacked_initializer
+from zoo.cells.zoo_cell import LSTMGates, ZooCell, stacked_initializer
 from zoo.checks import check_positive_int
 from zoo.registry import register_cell
 

@@ -16,8 +16,8 @@ used by both cells here and by the Delta-RNN (`zoo.cells.delta`).
 import keras
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell
 from zoo.cells.multiplicative import weight_normalized
+from zoo.cells.zoo_cell import LSTMGates, ZooCell
 from zoo.registry import register_cell
 
 

@@ -13,7 +13,7 @@ subclass computes its own gates.
 
 from keras import ops
 
-from zoo.cells.base import ZooCell
+from zoo.cells.zoo_cell import ZooCell
 from zoo.registry import register_cell
 
 

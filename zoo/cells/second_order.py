@@ -12,7 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell, blockwise_initializer
+from zoo.cells.zoo_cell import LSTMGates, ZooCell, blockwise_initializer
 from zoo.checks import check_choice, check_number, check_positive_int
 from zoo.registry import register_cell
 from zoo.walk import walk_layers

@@ -41,7 +41,7 @@ class StackRNNCell(StackCell):
         activation: Activation of `h_t`. Default: `"sigmoid"`.
         use_bias: Whether to add `b`. Default: `True`.
         kernel_initializer: Initializer of `U`, `A`, `D` and `P`, each
-            drawn from its own seed (see `zoo.cells.base.ZooCell`).
+            drawn from its own seed (see `zoo.cells.zoo_cell.ZooCell`).
         recurrent_initializer: Initializer of `R`.
         bias_initializer: Initializer of `b`, `b_A` and `b_D`.
 
