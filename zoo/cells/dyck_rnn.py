@@ -135,11 +135,7 @@ class DyckRNNCell(ZooCell):
             trainable=self.trainable_embeddings,
             name="embeddings",
         )
-        self.kernel = self.add_weight(
-            shape=(self.embedding_dim, 1),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
+        self.kernel = self.add_kernel(self.embedding_dim, 1)
 
     def call(self, inputs, states, training=False):
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
