@@ -95,7 +95,7 @@ FLOORS = (
             "training.table_schema",
             "training.table_summary",
             "training.table_baselines",
-            "training.results",
+            "training.records",
             "training.table_runs",
             "training.table_sweep",
             "training.backfill",

@@ -8,7 +8,7 @@ import h5py
 import pytest
 
 import zoo
-from training import results, run_dirs, table_runs
+from training import records, run_dirs, table_runs
 from training.callbacks import RunBackup
 
 RECIPE = {"train": {"epochs": 3}}
@@ -23,8 +23,8 @@ def test_the_names_of_other_floors_are_theirs():
         preset.VOCABULARY,
         preset.CONFIG,
     )
-    assert run_dirs.RECORD == results.RECORD
-    runner = {table_runs.LOCK, table_runs.LOG, results.TIMING, results.HOST}
+    assert run_dirs.RECORD == records.RECORD
+    runner = {table_runs.LOCK, table_runs.LOG, records.TIMING, records.HOST}
     assert set(run_dirs.RUNNER) == runner
 
 
