@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-PATCHED = ("zoo.models", "zoo.labeling", "zoo.cells.dyck")
+PATCHED = ("zoo.models", "zoo.labeling", "zoo.cells.dyck_rnn")
 
 
 def worker(name, scale, overrides, keras_loop):

@@ -15,9 +15,9 @@ def tree_paths(block):
     """The paths a tree names: an entry is relative to the folder above it.
 
     An entry line starts with one or more comma-separated names, each a folder
-    (`cells/`) or a module (`data/dyck.py`), then two spaces and what it holds;
-    a folder's entries are indented under it. Lines of description alone are
-    skipped; full paths in descriptions are read as prose.
+    (`cells/`) or a module (`data/dyck_strings.py`), then two spaces and what
+    it holds; a folder's entries are indented under it. Lines of description
+    alone are skipped; full paths in descriptions are read as prose.
     """
     named, descriptions, folders = set(), [], []  # folders: (indent, path)
     for line in block.splitlines():

@@ -11,6 +11,9 @@
 - No module of `PACKAGES` is over `MAX_LINES` lines, and no command (a
   module that runs as `python -m`) over `COMMAND_MAX_LINES`: a command
   parses its arguments, calls library functions and prints.
+- No two modules of `PACKAGES` share a file name (`__init__.py` aside), as
+  keras-hub's files do not: a name says which file it is wherever it is
+  shown (a traceback, an editor's tab, a search result).
 - A command imports nothing that loads Keras before its arguments are read:
   what its module imports when it is run, and what those modules import
   in turn, reaches no module of `LOADS_KERAS` (`--help` answers at once;
@@ -92,7 +95,7 @@ FLOORS = (
             "training.table_schema",
             "training.table_summary",
             "training.table_baselines",
-            "training.results",
+            "training.records",
             "training.table_runs",
             "training.table_sweep",
             "training.backfill",
@@ -282,6 +285,15 @@ def long_modules(limit, commands_only=False):
 def test_no_module_is_over_max_lines():
     long = long_modules(MAX_LINES)
     assert not long, f"over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def test_no_two_modules_share_a_file_name():
+    paths = {}
+    for path in MODULES.values():
+        if path.name != "__init__.py":
+            paths.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
+    shared = [", ".join(found) for found in paths.values() if len(found) > 1]
+    assert not shared, "modules that share a file name:\n" + "\n".join(shared)
 
 
 def test_commands_are_thin():

@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-OURS = ("zoo", "zoo.cells.base", "training.runs", "tuning.search", "tests.zoo.x")
+OURS = ("zoo", "zoo.cells.zoo_cell", "training.runs", "tuning.search", "tests.zoo.x")
 UPSTREAM = ("keras", "keras.src.saving.saving_lib", "keras_tuner.src.engine.oracle")
 
 

@@ -1,6 +1,6 @@
 """Metrics the evaluation gained after records were written, added to them.
 
-A record (`training.results`) keeps the metrics its run wrote. A metric that
+A record (`training.records`) keeps the metrics its run wrote. A metric that
 needs no model, only what a record holds, is added to the records from
 before it here, so a table reads it from every record alike and `--report`
 still regenerates REPRODUCTION.md from `results/` alone. Today that is the
@@ -24,7 +24,7 @@ from training import runs
 from training.tasks import make_task
 from training.tasks.dyck import oracle_metrics
 
-RECORD = "record.json"  # as `training.results.RECORD`
+RECORD = "record.json"  # as `training.records.RECORD`
 BACKFILLED = "backfilled"
 COMMAND = "python -m training.reproduce --backfill"
 ORACLE_KEYS = ("oracle_cross_entropy", "oracle_perplexity", "excess_over_oracle")

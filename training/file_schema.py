@@ -361,7 +361,7 @@ class _RecordPath:
         return value
 
 
-# A record's record.json, timing.json and host.json (`training.results`).
+# A record's record.json, timing.json and host.json (`training.records`).
 RECORD = Table(
     {
         "parameters": Number(0, integer=True, nullable=True),

@@ -5,7 +5,7 @@ and `model.fit` called, for `training.runs.train_run` (and so
 `python -m training.train`) and for the tuner's trials
 (`tuning.hypermodels.RecurrentHyperModel.fit`). A distribution strategy's
 scope and float16 loss scaling belong here; the precision policy is applied
-where models are built (`training.tasks.base.Task.build_model`).
+where models are built (`training.tasks.task.Task.build_model`).
 """
 
 import json

@@ -1,7 +1,7 @@
 """A run's per-epoch history (its `log.csv`) and the quantities read from it.
 
 The history is what Keras's `CSVLogger` wrote into the run directory (and
-`training.results` copied into the run's record): one row per epoch, the
+`training.records` copied into the run's record): one row per epoch, the
 `epoch` column counting from 0, then `loss`, `val_loss` and whatever else
 was logged (`val_wcpa` and `val_mean_ldpa` for the Dyck tasks).
 `read_log(path)` reads it as `{column: [value per epoch]}`; `value(history,

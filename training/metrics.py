@@ -26,7 +26,7 @@ import numpy as np
 from keras import ops
 
 from training import backends
-from training.data.dyck import FIRST_BRACKET_ID
+from training.data.dyck_strings import FIRST_BRACKET_ID
 
 
 def bracket_prediction_counts(
@@ -36,7 +36,7 @@ def bracket_prediction_counts(
 
     Args:
         probabilities: `(N, T, V)` next-token probabilities in the Dyck
-            token layout (`training.data.dyck`).
+            token layout (`training.data.dyck_strings`).
         close_targets: `(N, T)` id of the correct close bracket, 0 where the
             stack is empty (not evaluated).
         distances: `(N, T)` closing distances; values >= `num_distances` are
@@ -122,7 +122,7 @@ def bracket_prediction_accuracy(
 
     Args:
         probabilities: `(N, T, V)` next-token probabilities.
-        close_targets, distances: from `training.data.dyck.DyckArrays` (or
+        close_targets, distances: from `training.data.dyck_strings.DyckArrays` (or
             `annotate_targets`).
         k: number of bracket types.
         threshold: 0.8 in both reports.
@@ -161,7 +161,7 @@ def recognition_accuracy(scores, labels, lengths=None, bin_edges=None, threshold
     Args:
         scores: `(N,)` per-string scores, or `(N, T)` per-step scores read at
             position `lengths[i]` (the last step, see
-            `training.data.recognition`).
+            `training.data.recognition_sets`).
         labels: `(N,)` 0/1 string labels.
         lengths: `(N,)` string lengths; needed for per-step scores or bins.
         bin_edges: increasing edges; bin i holds `edges[i] < length <=

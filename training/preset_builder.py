@@ -182,7 +182,7 @@ def remeasure(preset):
     from training.tasks import make_task
 
     directory = zoo.presets.preset_dir(preset)
-    card_path = directory / zoo.presets.loading.CARD
+    card_path = directory / zoo.presets.preset_loader.CARD
     card = file_schema.check(zoo.preset_card(directory), file_schema.CARD, card_path)
     plan = card["remeasure"]
     run = runs.load_run(directory)
@@ -250,7 +250,7 @@ def save_preset(
         raise ValueError("--table and --row go together; received only one.")
     if path.exists() and not path.is_dir():
         raise ValueError(f"Preset target {str(path)!r} is a file; expected a folder.")
-    card_path = path / zoo.presets.loading.CARD
+    card_path = path / zoo.presets.preset_loader.CARD
     if path.is_dir() and any(path.iterdir()) and not card_path.exists():
         raise ValueError(
             f"Preset target {str(path)!r} is a non-empty folder that is not a "
@@ -300,9 +300,9 @@ def save_preset(
             "remeasure": plan,
             "versions": {"keras": keras.__version__, "tensorflow": tf.__version__},
         }
-        runs.write_json(partial / zoo.presets.loading.CARD, card)
+        runs.write_json(partial / zoo.presets.preset_loader.CARD, card)
         readme = model_card(card, recipe, metrics)
-        (partial / zoo.presets.loading.README).write_text(readme)
+        (partial / zoo.presets.preset_loader.README).write_text(readme)
         if run_dirs.stamp(source) != stamp:  # trained again while read
             raise runs.RunError(
                 f"Run directory {str(source)!r} changed while it was read (a "
@@ -317,7 +317,7 @@ def save_preset(
 def _is_preset(folder):
     import zoo
 
-    return (Path(folder) / zoo.presets.loading.CARD).is_file()
+    return (Path(folder) / zoo.presets.preset_loader.CARD).is_file()
 
 
 def _write_run_files(source, partial, run, recipe):

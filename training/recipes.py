@@ -16,7 +16,7 @@ import math
 
 import zoo
 from training import recipe_files
-from training.data import corpora, dyck_oracle, languages, recognition
+from training.data import corpora, dyck_oracle, languages, recognition_sets
 from zoo.labeling import POOLINGS
 
 SCALES = recipe_files.SCALES
@@ -386,7 +386,7 @@ RANGES = {
 CHOICES = {
     ("task", "kind"): KINDS,
     ("task", "step_labels"): STEP_LABELS,
-    ("task", "hard_negatives"): recognition.HARD_NEGATIVES,
+    ("task", "hard_negatives"): recognition_sets.HARD_NEGATIVES,
     ("task", "next_symbol_loss"): NEXT_SYMBOL_LOSSES,
     ("model", "pooling"): POOLINGS,
     ("train", "distribute"): DISTRIBUTE,

@@ -9,7 +9,7 @@
 Every row x seed is a `python -m training.train` run, recorded in RESULTS; the
 same command resumes a killed sweep. Behind it: `training.table_sweep` (how
 runs are shared, recorded, set aside and kept apart by backend),
-`training.results.regenerate_document` (--report) and `training.backfill`.
+`training.records.regenerate_document` (--report) and `training.backfill`.
 """
 
 import sys
@@ -84,16 +84,16 @@ def main(argv=None):
     except ValueError as error:
         parser.exit(2, f"{prog}: error: {error}\n")
     command_line.start_tensorflow()
-    from training import backfill, recipes, results, runs, table_schema, table_sweep
+    from training import backfill, recipes, records, runs, table_schema, table_sweep
 
-    results_dir = args.results or results.default_results("tensorflow")
+    results_dir = args.results or records.default_results("tensorflow")
     try:
         if args.backfill:
             changed = backfill.backfill(results_dir)
             print(f"{results_dir}: {len(changed)} records backfilled")
             return 0
         if args.report is not None:
-            names, changed = results.regenerate_document(args.report, results_dir)
+            names, changed = records.regenerate_document(args.report, results_dir)
             state, tables = "changed" if changed else "unchanged", ", ".join(names)
             where = f"{len(names)} table sections from {results_dir} ({state})"
             print(f"{args.report}: {where}: {tables or 'none'}")

@@ -57,8 +57,8 @@ TRAIN_LOCK = ".train.lock"
 JIT_COMPILE, STEPS_PER_EXECUTION = "jit_compile", "steps_per_execution"
 ATTEMPT = "attempt"
 # What marks a folder the project made as something else than a run: a
-# preset (`zoo.presets.loading.CARD`) and a record of results/
-# (`training.results.RECORD`; tests/training/probe_run_dirs_test.py ties them).
+# preset (`zoo.presets.preset_loader.CARD`) and a record of results/
+# (`training.records.RECORD`; tests/training/probe_run_dirs_test.py ties them).
 CARD, RECORD = "card.json", "record.json"
 # What training writes, moved over the old run by `promote` (metrics.json last).
 TRAINED = (RECIPE, VOCABULARY, BEST, LOG, TENSORBOARD)

@@ -27,7 +27,7 @@ import functools
 import numpy as np
 
 from training import metrics, table_schema
-from training.data import languages, one_edit, recognition
+from training.data import languages, one_edit, recognition_sets
 
 RULE_SEEDS = (0,)
 RULES = {
@@ -81,7 +81,7 @@ def rule_outputs(rule, arrays, language, majority=0):
 @functools.lru_cache(maxsize=16)
 def rule_metrics(language, split_scale, hard_negatives, seed):
     """`{rule: {split: metrics}}` on the splits of one seed (cached)."""
-    splits = recognition.mali_splits(
+    splits = recognition_sets.mali_splits(
         language, seed=seed, scale=split_scale, hard_negatives=hard_negatives
     )
     splits.update(one_edit.hard_splits(language, seed=seed, scale=split_scale))
@@ -90,7 +90,7 @@ def rule_metrics(language, split_scale, hard_negatives, seed):
     for name, split in splits.items():
         if name == "valid":
             continue  # no table shows it
-        arrays = recognition.frame(split, language)
+        arrays = recognition_sets.frame(split, language)
         for rule in found:
             accept, next_symbol = rule_outputs(rule, arrays, language, majority)
             found[rule][name] = metrics.recognition_metrics(arrays, accept, next_symbol)
@@ -161,7 +161,7 @@ def learned(results):
 
 
 def _lengths(paper_split):
-    _, low, high = recognition.MALI_SPLITS["small"][paper_split]
+    _, low, high = recognition_sets.MALI_SPLITS["small"][paper_split]
     return f"{low}-{high}"
 
 

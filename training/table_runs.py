@@ -6,7 +6,7 @@ Every run of a table (`training.table_schema.Run`) is an ordinary
 directory's lock (`LOCK`), so no two processes train the same run, and
 counts its time in `timing.json` (also of an attempt whose runner was
 killed); `execute` runs a queue of them side by side. A finished run
-is recorded (`training.results`) once it is read back whole (`damage`
+is recorded (`training.records`) once it is read back whole (`damage`
 says why not; `record_finished` sets a damaged one aside to be trained
 again). `aggregate` writes `OUT/TABLE.md` and `OUT/TABLE.json` from the
 records. `python -m training.reproduce` is the command over these.

@@ -342,7 +342,7 @@ def metric_value(metrics, key):
 def result_value(result, key):
     """The metric `key` of one run's result, or None.
 
-    `result` is what `training.results.read_record` returns: a `history.NAME`
+    `result` is what `training.records.read_record` returns: a `history.NAME`
     key is read from its `history` (the quantities of its log.csv), any
     other from its `metrics` (`metric_value`).
     """

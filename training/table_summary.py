@@ -218,7 +218,7 @@ def summarize(table, results, seeds=None, rules=()):
             metrics.json), `seconds` and optionally `parameters`, `host`
             (the CPU it ran on), `history` and `history_lacks` (the
             quantities of its log.csv and the columns it lacks,
-            `training.results.read_record`).
+            `training.records.read_record`).
         seeds: the seeds `0 .. seeds - 1` every row should have (default:
             the table's); those without a result are listed in `missing`.
         rules: the rule rows' results (`training.table_baselines.rule_results`),

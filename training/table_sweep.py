@@ -17,7 +17,7 @@ never train the same run, and whoever finds every run finished writes
 `OUT/TABLE.md` and `OUT/TABLE.json` once (shards finishing together take
 turns under a lock; or run `--aggregate-only` at the end).
 
-Each finished run's record (`training.results`: recipe, metrics, per-epoch
+Each finished run's record (`training.records`: recipe, metrics, per-epoch
 log, timing and machine; no weights) is copied to `RESULTS/TABLE/ROW/seed-N`
 (`--results`, default `results`: run from the repository root, whose
 `results/` is committed). A run with a record is not trained again, on this
@@ -41,7 +41,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from training import backends, results, runs, table_runs, table_schema
+from training import backends, records, runs, table_runs, table_schema
 
 AGGREGATE_LOCK = ".aggregate.lock"
 
@@ -104,7 +104,7 @@ def prepare(
 
     The arguments are the options of `python -m training.reproduce`:
     `out` defaults to `reproduction/TABLE` (`reproduction/BACKEND/TABLE`
-    off TensorFlow), `results_dir` to `results.default_results(backend)`,
+    off TensorFlow), `results_dir` to `records.default_results(backend)`,
     `seeds` to the table's, `backend` to `KERAS_BACKEND`'s; `only` names
     rows, `shard` is `(index, count)`. A wrong one is a one-line
     `TableError` (or `RunError`, a run directory another recipe owns).
@@ -137,19 +137,19 @@ def prepare(
             f"--out {str(out)!r} holds a file named runs; expected the folder of "
             "the run directories there (or another --out)."
         )
-    results_dir = Path(results_dir or results.default_results(backend))
+    results_dir = Path(results_dir or records.default_results(backend))
     check_writable(results_dir, "--results")
     seeds = table.seeds if seeds is None else seeds
     planned = table_schema.plan(table, out, seeds, only)
     mine = table_schema.shard(planned, *shard)
-    found = results.read_table_records(results_dir, table)
-    results.check_backend(found, backend, results_dir)
+    found = records.read_table_records(results_dir, table)
+    records.check_backend(found, backend, results_dir)
     recorded = {(result["row"], result["seed"]) for result in found}
     discovered, notes = table_runs.discover(table, out, planned)
     candidates = [
         run for run in planned + discovered if table_runs.run_key(run) not in recorded
     ]
-    index = results.RecordIndex(results_dir, backend)
+    index = records.RecordIndex(results_dir, backend)
     for run in candidates:
         table_runs.check_run_backend(run, backend)
         finished = table_runs.finished(run) and table_runs.same_recipe(run)
@@ -192,7 +192,7 @@ def prepare(
 
 def record_available(sweep, retrain, report):
     """Records what is finished in OUT or recorded by another table."""
-    index = results.RecordIndex(sweep.results, sweep.backend)
+    index = records.RecordIndex(sweep.results, sweep.backend)
     for run in sweep.candidates:
         if table_runs.finished(run) and table_runs.same_recipe(run):
             if table_runs.record_finished(
@@ -202,7 +202,7 @@ def record_available(sweep, retrain, report):
                 continue
         source = index.find(run.recipe)
         if source is not None:
-            results.copy_record(
+            records.copy_record(
                 source,
                 table_runs.record_folder(sweep.results, sweep.table, run),
                 sweep.results,
@@ -258,7 +258,7 @@ def run(sweep, started, report):
             "table is written when all are (or with --aggregate-only)"
         )
         return 1 if failed else 0
-    if not results.read_table_records(sweep.results, table):
+    if not records.read_table_records(sweep.results, table):
         raise table_runs.nothing_to_aggregate(
             table, sweep.results, out
         )  # nothing written

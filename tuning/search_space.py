@@ -96,7 +96,7 @@ def index_of(values, value):
 
 # The keys that decide a task's data (what is generated or read, how it is
 # split, and a language model's batch rows): the trials of a search share one
-# task's data (`training.tasks.base.Task.with_recipe`), so a search keeps
+# task's data (`training.tasks.task.Task.with_recipe`), so a search keeps
 # these fixed.
 DATA_KEYS = frozenset(
     [("train", "seed"), ("train", "batch_size"), ("train", "stateful")]

@@ -33,7 +33,7 @@ import zoo
 from training import recipes
 from training.analysis import stack_actions
 from training.data import languages
-from training.data.dyck import FIRST_BRACKET_ID
+from training.data.dyck_strings import FIRST_BRACKET_ID
 from training.tasks import make_task
 
 RECIPES = {

@@ -5,7 +5,7 @@ import keras
 import pytest
 
 from training import analyze, recipes, runs, syntax
-from training.analysis import loading, pabs
+from training.analysis import pabs, run_inputs
 from training.tasks import make_task
 
 TEXT = "the cat sat on the mat\nthe dog sat on the log\nno dogs sat\n" * 20
@@ -419,6 +419,6 @@ def test_runs_whose_names_differ_only_where_a_file_name_cannot_are_refused(
     tmp_path,
 ):
     first, second = tmp_path / "run:1", tmp_path / "run?1"
-    assert loading.run_names([first, tmp_path / "run-2"]) == ["run:1", "run-2"]
+    assert run_inputs.run_names([first, tmp_path / "run-2"]) == ["run:1", "run-2"]
     with pytest.raises(ValueError, match=r"^two run directories' paths differ only"):
-        loading.run_names([first, second])
+        run_inputs.run_names([first, second])

@@ -28,8 +28,8 @@ from training import (
     fitting,
     generation,
     recipes,
+    records,
     reproduce,
-    results,
     runs,
     table_runs,
     table_schema,
@@ -238,7 +238,7 @@ def test_reproduce_trains_on_the_backend_asked_for_and_records_it(
     job.release()
     assert started["env"]["KERAS_BACKEND"] == "jax"
     assert started["command"][1:3] == ["-m", "training.train"]
-    host = json.loads((run.run_dir / results.HOST).read_text())
+    host = json.loads((run.run_dir / records.HOST).read_text())
     assert host["backend"] == "jax" and host["keras"]
 
 
@@ -250,8 +250,8 @@ def test_records_of_one_backend_are_not_used_for_another(
     results_dir = tmp_path / "results"
     tf_record = _write_record(results_dir, table, "small", 0, _metrics(0.5, 1.0))
     recipe = json.loads((tf_record / runs.RECIPE).read_text())
-    assert results.RecordIndex(results_dir).find(recipe) == tf_record
-    assert results.RecordIndex(results_dir, "jax").find(recipe) is None
+    assert records.RecordIndex(results_dir).find(recipe) == tf_record
+    assert records.RecordIndex(results_dir, "jax").find(recipe) is None
 
     argv = ["--seeds", "1", "--out", str(tmp_path / "out")]
     with pytest.raises(SystemExit) as exit_info:
@@ -276,5 +276,5 @@ def test_records_of_one_backend_are_not_used_for_another(
     jax_metrics = {**_metrics(0.6, 0.9), "backend": {"name": "jax", "version": "0"}}
     jax_results = tmp_path / "results_jax"
     jax_record = _write_record(jax_results, table, "small", 0, jax_metrics)
-    assert results.RecordIndex(jax_results, "jax").find(recipe) == jax_record
-    assert results.RecordIndex(jax_results).find(recipe) is None
+    assert records.RecordIndex(jax_results, "jax").find(recipe) == jax_record
+    assert records.RecordIndex(jax_results).find(recipe) is None

@@ -3,7 +3,14 @@ import pytest
 
 from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe, train_text_run
 from training import plots, runs
-from training.data import acceptability, corpora, dyck, files, one_edit, recognition
+from training.data import (
+    blimp_sentences,
+    corpora,
+    dyck_strings,
+    files,
+    one_edit,
+    recognition_sets,
+)
 
 
 @pytest.fixture
@@ -59,11 +66,11 @@ def no_data(monkeypatch):
         raise AssertionError("data were generated or read")
 
     monkeypatch.delenv(files.ENV_VAR, raising=False)
-    monkeypatch.setattr(dyck, "dyck_splits", refuse)
-    monkeypatch.setattr(recognition, "mali_splits", refuse)
+    monkeypatch.setattr(dyck_strings, "dyck_splits", refuse)
+    monkeypatch.setattr(recognition_sets, "mali_splits", refuse)
     monkeypatch.setattr(one_edit, "hard_splits", refuse)
     monkeypatch.setattr(corpora, "load_corpus", refuse)
-    monkeypatch.setattr(acceptability, "load_suites", refuse)
+    monkeypatch.setattr(blimp_sentences, "load_suites", refuse)
 
 
 @pytest.fixture

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from training import metrics
-from training.data import dyck, languages, recognition
+from training.data import dyck_strings, languages, recognition_sets
 
 
 def _hand_built():
     # k = 2: ( = 3, [ = 4, ) = 5, ] = 6.  Strings "( [ ] )" and "( )".
-    arrays = dyck.frame([np.array([3, 4, 6, 5, 2]), np.array([3, 5, 2])], 2)
+    arrays = dyck_strings.frame([np.array([3, 4, 6, 5, 2]), np.array([3, 5, 2])], 2)
     probs = np.full(arrays.targets.shape + (7,), 0.0)
     probs[..., 2] = 1.0  # END everywhere, then overwrite the evaluated positions
     # string 0: position 1 (distance 1, correct ")"): 0.3 / (0.3 + 0.1) = 0.75 -> wrong
@@ -55,8 +55,8 @@ def test_recognition_accuracy_overall_and_per_bin():
 
 
 def framed_split(language, seed=0):
-    split = recognition.make_split(language, 200, 2, 41, seed=seed)
-    return split, recognition.frame(split, language)
+    split = recognition_sets.make_split(language, 200, 2, 41, seed=seed)
+    return split, recognition_sets.frame(split, language)
 
 
 @pytest.mark.parametrize(
@@ -102,14 +102,14 @@ def test_strict_accuracy_of_an_exact_recogniser_is_one(language):
 
 def test_strict_accuracy_counts_every_step_and_only_legal_next_on_positives():
     # D2 ( = 3, [ = 4, ) = 5, ] = 6, END = 2; rows: "()" (+), "(]]" (-).
-    split = recognition.RecognitionSplit(
+    split = recognition_sets.RecognitionSplit(
         strings=[[3, 5], [3, 6, 6]],
         labels=np.array([1, 0]),
         is_hard=np.array([False, False]),
         min_length=2,
         max_length=3,
     )
-    arrays = recognition.frame(split, "D2")
+    arrays = recognition_sets.frame(split, "D2")
     accept = arrays.prefix_labels * 0.8 + 0.1  # right at every step
     accept[:, 3] = 0.9  # padding of row 0 ("()" has 3 positions), last of row 1
     legal_argmax = np.eye(7)[[[3, 5, 2, 0], [3, 3, 3, 3]]]  # row 1: "(" is illegal

@@ -33,8 +33,8 @@ from training import (
     generation,
     preset,
     preset_builder,
+    records,
     reproduce,
-    results,
     runs,
     saved_model,
     syntax,
@@ -184,7 +184,7 @@ def a_preset_folder_is_not_trained_into(probe):
 @row
 def a_results_record_is_not_trained_into(probe):
     record = probe.tmp / "record"
-    assert results.write_record(probe.made["finished"], record, parameters=1)
+    assert records.write_record(probe.made["finished"], record, parameters=1)
     refused_folder(record, r"is a record of results/")
 
 

@@ -15,8 +15,8 @@ from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
 from training import (
     compile_mode,
     recipes,
+    records,
     reproduce,
-    results,
     table_runs,
     table_schema,
     table_summary,
@@ -123,7 +123,7 @@ def _write_record(results_dir, table, row, seed, metrics, folder=None):
     run = table_schema.make_run(
         table, next(r for r in table.rows if r.name == row), seed, "unused"
     )
-    folder = folder or results.record_dir(results_dir, table.name, row, seed)
+    folder = folder or records.record_dir(results_dir, table.name, row, seed)
     folder.mkdir(parents=True)
     files = {
         "recipe.json": run.recipe,
@@ -229,7 +229,7 @@ def test_reproduction_md_is_what_the_records_give():
     """REPRODUCTION.md's generated sections equal `--report` of results/."""
     root = Path(__file__).parents[2]
     text = (root / "REPRODUCTION.md").read_text()
-    updated, names = results.update_document(text, root / "results")
+    updated, names = records.update_document(text, root / "results")
     assert names, "REPRODUCTION.md has no generated table section"
     assert updated == text, "run: python -m training.reproduce --report"
 
@@ -553,9 +553,9 @@ def test_two_shards_run_concurrently_and_aggregate_once(tiny_table, tmp_path):
 
 def test_a_host_is_described_with_its_vector_instructions_when_recorded():
     old = {"cpu": "AMD EPYC", "cpus": 2}  # a record from before cpu_features
-    assert results.describe_host(old) == "AMD EPYC (2 CPUs)"
+    assert records.describe_host(old) == "AMD EPYC (2 CPUs)"
     new = {**old, "cpu_features": ["avx2", "fma", "avx512f"]}
-    assert results.describe_host(new) == "AMD EPYC (2 CPUs, avx2 fma avx512f)"
+    assert records.describe_host(new) == "AMD EPYC (2 CPUs, avx2 fma avx512f)"
 
 
 HISTORY_METRICS = """
@@ -591,7 +591,7 @@ def test_history_metrics_are_read_from_each_records_log(tiny_table, tmp_path):
     for (row, seed), log in logs.items():
         folder = _write_record(results_dir, table, row, seed, _metrics(0.5, 1.0))
         (folder / "log.csv").write_text(log)
-    found = results.read_table_records(results_dir, table)
+    found = records.read_table_records(results_dir, table)
     assert [r["history"]["first_epoch_val_wcpa_at_least_0.9"] for r in found] == [
         2,
         2,
@@ -635,5 +635,5 @@ def test_a_record_log_that_is_not_a_runs_log_is_one_line(tiny_table, tmp_path):
     folder = _write_record(tmp_path / "results", table, "small", 0, _metrics(0.5, 1))
     (folder / "log.csv").write_text("loss\n1.0\n")
     with pytest.raises(table_schema.TableError, match="has no epoch column") as error:
-        results.read_table_records(tmp_path / "results", table)
+        records.read_table_records(tmp_path / "results", table)
     assert "\n" not in str(error.value)

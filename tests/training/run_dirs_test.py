@@ -8,23 +8,23 @@ import h5py
 import pytest
 
 import zoo
-from training import results, run_dirs, table_runs
+from training import records, run_dirs, table_runs
 from training.callbacks import RunBackup
 
 RECIPE = {"train": {"epochs": 3}}
 
 
 def test_the_names_of_other_floors_are_theirs():
-    assert run_dirs.CARD == zoo.presets.loading.CARD
+    assert run_dirs.CARD == zoo.presets.preset_loader.CARD
     # A run directory is laid out as a preset is: one loader reads both.
-    preset = zoo.presets.loading
+    preset = zoo.presets.preset_loader
     assert (run_dirs.BEST, run_dirs.VOCABULARY, run_dirs.RECIPE) == (
         preset.MODEL,
         preset.VOCABULARY,
         preset.CONFIG,
     )
-    assert run_dirs.RECORD == results.RECORD
-    runner = {table_runs.LOCK, table_runs.LOG, results.TIMING, results.HOST}
+    assert run_dirs.RECORD == records.RECORD
+    runner = {table_runs.LOCK, table_runs.LOG, records.TIMING, records.HOST}
     assert set(run_dirs.RUNNER) == runner
 
 

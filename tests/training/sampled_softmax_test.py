@@ -20,7 +20,7 @@ from training.sampled_softmax import (
     sampled_softmax_loss,
 )
 from training.tasks import make_task
-from training.tasks.base import precision_policy
+from training.tasks.task import precision_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 import zoo
 from training import runs
-from training.data import acceptability, dyck
+from training.data import blimp_sentences, dyck_strings
 from training.saved_model import UNK_HINT, export_model, export_run
 from zoo.tokenizer import Tokenizer
 
@@ -76,7 +76,7 @@ def test_exported_model_answers_in_a_fresh_process(dyck_run, tmp_path):
     ids = [task.vocabulary.encode(text).ids for text in texts]
     assert served["lengths"] == [len(i) for i in ids]
     for row, string in enumerate(ids):
-        inputs = np.array([[dyck.START_ID, *string]], "int32")
+        inputs = np.array([[dyck_strings.START_ID, *string]], "int32")
         log_probabilities = np.asarray(keras.ops.log_softmax(model(inputs)))[0]
         np.testing.assert_allclose(
             np.asarray(served["log_probabilities"][row])[: len(string) + 1],
@@ -168,8 +168,8 @@ def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(exported):
     run = runs.load_run(run_dir)
     loaded = tf.saved_model.load(str(saved))
     sentences = ["The cat sees the dog.", "the CAT see the dog ."]
-    pairs = [acceptability.load_suites(recipe["task"]["data_dir"])["agreement_1"][0]]
-    ids = acceptability.frame(pairs, run.task.vocabulary).inputs  # the same sentences
+    pairs = [blimp_sentences.load_suites(recipe["task"]["data_dir"])["agreement_1"][0]]
+    ids = blimp_sentences.frame(pairs, run.task.vocabulary).inputs  # the same sentences
     logits = np.asarray(run.model(ids))
     out = loaded.serve_text(tf.constant(sentences))
     np.testing.assert_array_equal(out["label"], logits.argmax(-1))

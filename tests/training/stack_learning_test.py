@@ -8,7 +8,7 @@ import pytest
 
 from training import fitting, recipes
 from training.analysis import stack_actions
-from training.data.dyck import FIRST_BRACKET_ID
+from training.data.dyck_strings import FIRST_BRACKET_ID
 from training.tasks import make_task
 
 # The shipped D2 recipe on a fifth of the small scale's data: 312 strings.

@@ -3,7 +3,7 @@ import pytest
 
 from tests.training.tiny import TINY_RECOGNITION
 from training import metrics, table_baselines, table_schema, table_summary
-from training.data import recognition
+from training.data import recognition_sets
 
 # D2 ids: ( = 3, [ = 4, ) = 5, ] = 6. Palindromes: a = 3, b = 4, c = 5.
 D2 = (
@@ -14,14 +14,14 @@ PALINDROMES = ([[5], [3, 5, 3], [3, 5, 4], [3, 4, 3], [5, 5, 5]], [1, 1, 0, 0, 0
 
 
 def _scores(rule, language, strings, labels, majority=0):
-    split = recognition.RecognitionSplit(
+    split = recognition_sets.RecognitionSplit(
         strings=strings,
         labels=np.asarray(labels),
         is_hard=np.zeros(len(labels), dtype=bool),
         min_length=1,
         max_length=4,
     )
-    arrays = recognition.frame(split, language)
+    arrays = recognition_sets.frame(split, language)
     accept, next_symbol = table_baselines.rule_outputs(rule, arrays, language, majority)
     found = metrics.recognition_metrics(arrays, accept, next_symbol)
     return [found[key] for key in ("accuracy", "strict", "strict_positives")]

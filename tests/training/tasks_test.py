@@ -7,11 +7,18 @@ from tests.training.data.shared_data import SHARED
 from tests.training.tiny import TINY, tiny_recipe
 from training import recipes
 from training.callbacks import ResetStatesEachEpoch
-from training.data import acceptability, corpora, dyck, files, recognition, tokenize
+from training.data import (
+    blimp_sentences,
+    corpora,
+    dyck_strings,
+    files,
+    recognition_sets,
+    tokenize,
+)
 from training.data.batching import DataEpoch, curriculum_limits
 from training.metrics import bracket_prediction_accuracy
 from training.tasks import ClosingBracketTask, make_task
-from zoo.cells.dyck import dyck_rnn_model, set_designed_weights
+from zoo.cells.dyck_rnn import dyck_rnn_model, set_designed_weights
 
 K, M = 2, 4
 
@@ -59,9 +66,11 @@ def test_capped_epochs_read_an_endless_stream_from_where_the_epoch_begins(
 
 def test_a_task_reads_its_data_only_when_asked(monkeypatch):
     calls = []
-    generate = dyck.dyck_splits
+    generate = dyck_strings.dyck_splits
     monkeypatch.setattr(
-        dyck, "dyck_splits", lambda *a, **k: calls.append(1) or generate(*a, **k)
+        dyck_strings,
+        "dyck_splits",
+        lambda *a, **k: calls.append(1) or generate(*a, **k),
     )
     task = make_task(tiny_recipe("closing_bracket"))
     assert isinstance(task, ClosingBracketTask) and task.head == "closing_bracket"
@@ -81,7 +90,7 @@ def test_stateless_tasks_refuse_a_stateful_model(kind):
 
 def dyck_arrays(num_sequences, min_length, max_length, seed):
     """Framed 4-bounded Dyck-2 strings from the project's generator."""
-    strings = dyck.sample_dyck(
+    strings = dyck_strings.sample_dyck(
         K,
         M,
         num_sequences=num_sequences,
@@ -89,14 +98,14 @@ def dyck_arrays(num_sequences, min_length, max_length, seed):
         max_length=max_length,
         seed=seed,
     )
-    return dyck.frame(strings, K)
+    return dyck_strings.frame(strings, K)
 
 
 def wcpa(model, arrays):
     """WCPA and the number of distances of the Dyck-RNN, by the project's metric."""
     closing = np.asarray(model.predict(arrays.inputs, verbose=0))
     accuracy = bracket_prediction_accuracy(
-        dyck.closing_as_next_token(closing, K),
+        dyck_strings.closing_as_next_token(closing, K),
         arrays.close_targets,
         arrays.distances,
         k=K,
@@ -206,8 +215,8 @@ class GeneratorLogits(keras.layers.Layer):
 
     def call(self, inputs):
         ops, k = keras.ops, self.k
-        first_close = dyck.close_id(0, k)
-        is_open = (inputs >= dyck.open_id(0)) & (inputs < first_close)
+        first_close = dyck_strings.close_id(0, k)
+        is_open = (inputs >= dyck_strings.open_id(0)) & (inputs < first_close)
         is_close = (inputs >= first_close) & (inputs < first_close + k)
         step = ops.cast(is_open, "int32") - ops.cast(is_close, "int32")
         depth = ops.clip(ops.cumsum(step, axis=1), 0, self.m)  # [B, T]
@@ -218,7 +227,9 @@ class GeneratorLogits(keras.layers.Layer):
         same = depth[:, :, None] == depth[:, None, :]  # [B, t, s]
         found = earlier[None] & same & is_open[:, None, :]
         last = ops.argmax(ops.where(found, positions[None, None, :], -1), axis=-1)
-        top = ops.take_along_axis(inputs, last, axis=1) - dyck.open_id(0)  # [B, T]
+        top = ops.take_along_axis(inputs, last, axis=1) - dyck_strings.open_id(
+            0
+        )  # [B, T]
         index = read * (self.m + 1) + depth
         log_open, log_close, log_end = (ops.take(t, index) for t in self.tables)
         impossible = ops.full_like(log_end, -1e9)[..., None]
@@ -354,7 +365,7 @@ def test_recognition_runs_evaluate_the_hard_splits_at_the_tests_lengths():
     assert task.splits[-2:] == ("hard", "hard_long")
     for name, paper in (("hard", "test"), ("hard_long", "long_160")):
         arrays = task.arrays[name]
-        _, low, high = recognition.MALI_SPLITS["small"][paper]
+        _, low, high = recognition_sets.MALI_SPLITS["small"][paper]
         assert low <= arrays.lengths.min() and arrays.lengths.max() <= high
         assert arrays.labels.sum() == len(arrays.labels) // 2  # balanced
     # Right everywhere on the hard strings too: accept = membership, next legal.
@@ -439,21 +450,21 @@ def test_recognition_targets_follow_step_labels_and_next_symbol_loss(
     ]
     task = make_task(tiny_recipe("recognition", extra=extra))
     a, b, c = 3, 4, 5
-    split = recognition.RecognitionSplit(
+    split = recognition_sets.RecognitionSplit(
         strings=[[a, c, a], [a, c, b]],  # a palindrome and a hard negative
         labels=np.array([1, 0]),
         is_hard=np.array([False, True]),
         min_length=3,
         max_length=3,
     )
-    task.arrays = {"train": recognition.frame(split, "palindrome")}
+    task.arrays = {"train": recognition_sets.frame(split, "palindrome")}
     dataset, _ = task.train_data()
     inputs, targets, weights = next(iter(dataset))
     order = np.argsort(inputs.numpy()[:, 3])  # the palindrome first
     assert inputs.numpy()[order].tolist() == [[1, a, c, a], [1, a, c, b]]
     assert targets["next_symbol"].numpy()[order].tolist() == [
-        [a, c, a, dyck.END_ID],
-        [a, c, b, dyck.END_ID],
+        [a, c, a, dyck_strings.END_ID],
+        [a, c, b, dyck_strings.END_ID],
     ]
     assert targets["accept"].numpy()[order][..., 0].tolist() == accept
     assert weights["next_symbol"].numpy()[order].tolist() == next_weight
@@ -498,9 +509,9 @@ def test_curriculum_feeds_short_strings_first():
 
 def test_hard_negatives_follow_the_recipe(monkeypatch):
     seen = []
-    real = recognition.mali_splits
+    real = recognition_sets.mali_splits
     monkeypatch.setattr(
-        recognition,
+        recognition_sets,
         "mali_splits",
         lambda *a, **k: seen.append(k["hard_negatives"]) or real(*a, **k),
     )
@@ -588,9 +599,9 @@ def test_acceptability_is_scored_per_sentence_pair_phenomenon_and_suite():
 
 
 def test_acceptability_on_blimp_holds_out_whole_suites():
-    if not (SHARED / acceptability.SUITE_FOLDER).is_dir():
+    if not (SHARED / blimp_sentences.SUITE_FOLDER).is_dir():
         pytest.skip(
-            f"{SHARED / acceptability.SUITE_FOLDER} not found: set ZOO_DATA_DIR to "
+            f"{SHARED / blimp_sentences.SUITE_FOLDER} not found: set ZOO_DATA_DIR to "
             "the folder holding BLiMP's suites (blimp/*.jsonl)"
         )
     recipe = tiny_recipe("acceptability", extra=[f"task.data_dir={SHARED}"])

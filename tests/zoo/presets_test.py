@@ -58,7 +58,7 @@ def test_every_built_in_preset_loads_offline_and_matches_its_card(name):
     card = preset.card
     assert card["name"] == name and card == zoo.preset_card(name)
     folder = presets.preset_dir(name)
-    assert folder.parent == presets.loading.PRESET_DIR
+    assert folder.parent == presets.preset_loader.PRESET_DIR
     assert (folder / "best.keras").stat().st_size == card["size_bytes"]
     assert preset.model.count_params() == card["parameters"]["total"]
     trainable = sum(int(np.prod(w.shape)) for w in preset.model.trainable_weights)
@@ -135,8 +135,8 @@ def test_available_lists_only_preset_folders(tmp_path, monkeypatch):
     write_preset(tmp_path / "b_preset", zoo.dyck_rnn_model(2, 4), DYCK_TOKENS)
     shutil.copytree(tmp_path / "b_preset", tmp_path / "a_preset")
     (tmp_path / "not_a_preset").mkdir()
-    (tmp_path / "loading.py").write_text("")
-    monkeypatch.setattr(presets.loading, "PRESET_DIR", tmp_path)
+    (tmp_path / "preset_loader.py").write_text("")
+    monkeypatch.setattr(presets.preset_loader, "PRESET_DIR", tmp_path)
     assert presets.available() == ["a_preset", "b_preset"]
     assert zoo.from_preset("a_preset").card["name"] == "hand_made"
 

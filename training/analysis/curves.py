@@ -16,7 +16,7 @@ prints `report_lines`).
 from pathlib import Path
 
 from training import history, plots
-from training.analysis.loading import run_names
+from training.analysis.run_inputs import run_names
 
 # Axis labels with units of the columns a run logs.
 LABELS = {

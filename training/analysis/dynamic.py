@@ -28,7 +28,7 @@ import numpy as np
 
 from training import metrics as metrics_lib
 from training import runs
-from training.analysis.loading import check_kind, stream_ids
+from training.analysis.run_inputs import check_kind, stream_ids
 from training.compiled import loss_and_gradients
 from training.scoring import (
     check_stream,

@@ -11,7 +11,7 @@ returns it as `"ldpa"` and `"ldpa_counts"`, keyed by distance.
 """
 
 from training import plots, runs
-from training.analysis.loading import check_kind, check_split, run_label, run_names
+from training.analysis.run_inputs import check_kind, check_split, run_label, run_names
 
 
 def curve(metrics):

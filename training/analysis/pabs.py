@@ -35,7 +35,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from training import plots, runs
-from training.analysis.loading import run_label, run_names
+from training.analysis.run_inputs import run_label, run_names
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
 from zoo.walk import walk_layers

@@ -21,14 +21,14 @@ from keras import ops
 from matplotlib.patches import Patch, Rectangle
 
 from training import plots, runs
-from training.analysis.loading import (
+from training.analysis.pabs import GATES
+from training.analysis.run_inputs import (
     encode_texts,
     run_label,
     run_names,
     sample_ids,
     token_names,
 )
-from training.analysis.pabs import GATES
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
 from zoo.checks import check_positive_int

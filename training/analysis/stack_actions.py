@@ -23,7 +23,7 @@ from matplotlib import colors
 
 import zoo
 from training import plots, runs
-from training.analysis.loading import (
+from training.analysis.run_inputs import (
     check_kind,
     check_split,
     encode_texts,
@@ -31,7 +31,7 @@ from training.analysis.loading import (
     run_names,
     token_names,
 )
-from training.data.dyck import END_ID, FIRST_BRACKET_ID, START_ID
+from training.data.dyck_strings import END_ID, FIRST_BRACKET_ID, START_ID
 from zoo.cells.stack_cell import StackCell
 from zoo.checks import check_positive_int
 from zoo.layers.differentiable_stack import NO_OP, POP, PUSH

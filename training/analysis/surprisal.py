@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from training import plots, runs, scoring
-from training.analysis.loading import check_kind, run_label, run_names, stream_ids
+from training.analysis.run_inputs import check_kind, run_label, run_names, stream_ids
 from training.scoring import LN2
 from zoo.checks import check_number, check_positive_int
 

@@ -39,7 +39,7 @@ import numpy as np
 from keras import ops
 
 from training import plots, runs
-from training.analysis.loading import check_kind
+from training.analysis.run_inputs import check_kind
 from training.compiled import compiled
 from training.data.minimal_pairs import MARVIN_LINZEN_SUITE, load_suite
 from training.data.tokenize import tokenize

@@ -1,7 +1,7 @@
 """The generator's own next-token distribution on Dyck-(k, m): a split's floor.
 
-`dyck.sample_dyck` draws every string from Hewitt et al.'s automaton
-(`dyck.py`'s docstring), redraws an END drawn before `min_length` brackets and
+`dyck_strings.sample_dyck` draws every string from Hewitt et al.'s automaton
+(`dyck_strings.py`'s docstring), redraws an END drawn before `min_length` brackets and
 rejects whole a string that reaches `max_length` tokens without ending, then
 starts again with fresh draws. The strings of a split (counted in sequences)
 are therefore independent draws of the automaton *conditioned on acceptance*,
@@ -23,7 +23,7 @@ Its closing-bracket mass is all on the bracket that matches, so its WCPA and
 every LDPA are 1 by construction.
 
 `DyckOracle(k, m, min_length, max_length)` holds `log A` and the per-state
-log-probabilities; `split_oracles` gives one per split of `dyck.dyck_splits`.
+log-probabilities; `split_oracles` gives one per split of `dyck_strings.dyck_splits`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from training.data import dyck
+from training.data import dyck_strings
 
 LOG_HALF = math.log(0.5)
 # The least fraction of samples a recipe's training length range must keep
@@ -58,7 +58,7 @@ def _log_acceptance(m, min_length, max_length):
 
 
 class DyckOracle:
-    """The exact next-token distribution of `dyck.sample_dyck`'s strings.
+    """The exact next-token distribution of `dyck_strings.sample_dyck`'s strings.
 
     Args:
         k, m: the language Dyck-(k, m).
@@ -80,11 +80,11 @@ class DyckOracle:
     """
 
     def __init__(self, k, m, min_length=1, max_length=None):
-        dyck.check_length_range(k, m, min_length, max_length)
+        dyck_strings.check_length_range(k, m, min_length, max_length)
         self.k, self.m = k, m
         self.min_length = min_length
         self.max_length = (
-            dyck.hewitt_max_length(m) if max_length is None else max_length
+            dyck_strings.hewitt_max_length(m) if max_length is None else max_length
         )
 
     @functools.cached_property
@@ -133,18 +133,20 @@ class DyckOracle:
         """Brackets read, depth and kind (0 open, 1 close, 2 END, 3 other) of every
         target."""
         targets = np.asarray(arrays.targets)
-        first_close = dyck.FIRST_BRACKET_ID + self.k
-        is_open = (targets >= dyck.FIRST_BRACKET_ID) & (targets < first_close)
+        first_close = dyck_strings.FIRST_BRACKET_ID + self.k
+        is_open = (targets >= dyck_strings.FIRST_BRACKET_ID) & (targets < first_close)
         is_close = (targets >= first_close) & (targets < first_close + self.k)
         step = is_open.astype(np.int64) - is_close
         depth = np.cumsum(step, axis=1) - step  # before each target
         read = np.broadcast_to(np.arange(targets.shape[1]), targets.shape)
         # 3: no token the generator draws (a table of -inf below)
-        kind = np.select([is_open, is_close, targets == dyck.END_ID], [0, 1, 2], 3)
+        kind = np.select(
+            [is_open, is_close, targets == dyck_strings.END_ID], [0, 1, 2], 3
+        )
         return np.minimum(read, self.max_length - 1), np.clip(depth, 0, self.m), kind
 
     def token_log_probabilities(self, arrays):
-        """`log q` of every target of `dyck.frame`'s `arrays`; 0 on padding.
+        """`log q` of every target of `dyck_strings.frame`'s `arrays`; 0 on padding.
 
         Raises:
             ValueError: a real target the generator cannot produce here (a
@@ -184,11 +186,13 @@ class DyckOracle:
         padding reads as (masked everywhere).
         """
         read, depth, _ = self._states(arrays)
-        shape = (*read.shape, dyck.vocabulary_size(self.k))
+        shape = (*read.shape, dyck_strings.vocabulary_size(self.k))
         result = np.full(shape, -np.inf)
-        opens = slice(dyck.FIRST_BRACKET_ID, dyck.FIRST_BRACKET_ID + self.k)
+        opens = slice(
+            dyck_strings.FIRST_BRACKET_ID, dyck_strings.FIRST_BRACKET_ID + self.k
+        )
         result[..., opens] = self.log_open[read, depth][..., None]
-        result[..., dyck.END_ID] = self.log_end[read, depth]
+        result[..., dyck_strings.END_ID] = self.log_end[read, depth]
         close = np.asarray(arrays.close_targets)
         rows, columns = np.nonzero(close)
         result[rows, columns, close[rows, columns]] = self.log_close[read, depth][
@@ -198,8 +202,9 @@ class DyckOracle:
 
 
 def split_oracles(k, m, train_min_length=1, train_max_length=None):
-    """`{"train", "dev", "test"}` -> the `DyckOracle` of `dyck.dyck_splits`' split."""
-    ranges = dyck.split_length_ranges(m, train_min_length, train_max_length)
+    """`{"train", "dev", "test"}` -> the `DyckOracle` of each split of
+    `dyck_strings.dyck_splits`."""
+    ranges = dyck_strings.split_length_ranges(m, train_min_length, train_max_length)
     return {name: DyckOracle(k, m, *bounds) for name, bounds in ranges.items()}
 
 

@@ -4,17 +4,17 @@ For each language (`"Dn"`, e.g. `"D2"`, or `"palindrome"`, the strings
 w c w^R over {a, b} with the centre marker c): its alphabet and token names,
 the exact recogniser (`is_member`), the membership of every prefix
 (`prefix_labels`) and the symbols that may follow every prefix
-(`legal_next`). The sets sampled from them are `training.data.recognition`'s.
+(`legal_next`). The sets sampled from them are `training.data.recognition_sets`'s.
 
-Token ids follow `training.data.dyck`: 0 PAD, 1 START, 2 END, then for Dyck-n
+Token ids follow `training.data.dyck_strings`: 0 PAD, 1 START, 2 END, then for Dyck-n
 the open brackets 3 .. 2+n and close brackets 3+n .. 2+2n; for the palindrome
 language a = 3, b = 4, c = 5.
 """
 
 import numpy as np
 
-from training.data import dyck
-from training.data.dyck import END_ID, FIRST_BRACKET_ID
+from training.data import dyck_strings
+from training.data.dyck_strings import END_ID, FIRST_BRACKET_ID
 
 LANGUAGES = ("D2", "D3", "D6", "palindrome")
 PALINDROME_MARKER = FIRST_BRACKET_ID + 2
@@ -63,7 +63,7 @@ def token_names(language):
     n = bracket_types(language)
     if n is None:
         return ["<pad>", "START", "END", "a", "b", "c"]
-    return dyck.token_names(n)
+    return dyck_strings.token_names(n)
 
 
 def prefix_labels(tokens, language):

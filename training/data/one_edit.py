@@ -1,6 +1,6 @@
 """Hard recognition splits: every negative one edit from a positive.
 
-Most of the paper's negatives (`training.data.recognition`) are random
+Most of the paper's negatives (`training.data.recognition_sets`) are random
 strings, and its hard ones keep a positive's symbols, so a rule with no stack
 rejects many of them (REPRODUCTION.md's rule rows). A hard split holds fresh
 positives of the language and as many negatives, each made by one edit of
@@ -23,7 +23,11 @@ they were, and the same seed gives the same strings.
 import numpy as np
 
 from training.data.languages import alphabet, is_member
-from training.data.recognition import MALI_SPLITS, RecognitionSplit, sample_positives
+from training.data.recognition_sets import (
+    MALI_SPLITS,
+    RecognitionSplit,
+    sample_positives,
+)
 
 EDITS = ("substitute", "insert", "delete", "swap")
 # Which paper split each hard split copies its size and lengths from.

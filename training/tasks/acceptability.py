@@ -6,15 +6,15 @@ import numpy as np
 
 import zoo
 from training import metrics as metrics_lib
-from training.data import acceptability
-from training.tasks.base import Task, check_stateless
+from training.data import blimp_sentences
+from training.tasks.task import Task, check_stateless
 
 
 class AcceptabilityTask(Task):
     """Classifies BLiMP's sentences as acceptable (1) or not (0).
 
     The lecture's text classification (`softmax(W_o h_n)`, or a pooled state,
-    `model.pooling`) on `training.data.acceptability`'s data: every
+    `model.pooling`) on `training.data.blimp_sentences`'s data: every
     `sentence_good` of a suite labelled 1, every `sentence_bad` 0, with whole
     suites held out for validation and test, so the test is on paradigms
     never trained on. `task.pairs_per_suite` keeps the first pairs of each
@@ -25,7 +25,7 @@ class AcceptabilityTask(Task):
 
     head = "classifier"
     num_classes = 2
-    conventions = acceptability.CONVENTIONS  # for runs from before it was recorded
+    conventions = blimp_sentences.CONVENTIONS  # for runs from before it was recorded
 
     def __init__(self, recipe, vocabulary=None):
         super().__init__(recipe, vocabulary)
@@ -33,20 +33,20 @@ class AcceptabilityTask(Task):
 
     def own_vocabulary(self):
         """Built from the training suites' sentences only (reads the suites)."""
-        return acceptability.build_vocabulary(
-            acceptability.sentences_of(self.pairs("train"))
+        return blimp_sentences.build_vocabulary(
+            blimp_sentences.sentences_of(self.pairs("train"))
         )
 
     @functools.cached_property
     def suites(self):
         """`{suite: [MinimalPair, ...]}`, read on first use."""
         task = self.recipe["task"]
-        return acceptability.load_suites(task["data_dir"], task["pairs_per_suite"])
+        return blimp_sentences.load_suites(task["data_dir"], task["pairs_per_suite"])
 
     @functools.cached_property
     def suite_splits(self):
         """`{"train", "valid", "test"}` -> the names of that split's suites."""
-        return acceptability.split_suites(
+        return blimp_sentences.split_suites(
             self.suites, seed=self.recipe["task"]["split_seed"]
         )
 
@@ -58,8 +58,8 @@ class AcceptabilityTask(Task):
     def arrays(self):
         """Split name -> `AcceptabilityArrays` in the task's vocabulary."""
         return {
-            split: acceptability.frame(self.pairs(split), self.vocabulary)
-            for split in acceptability.SPLITS
+            split: blimp_sentences.frame(self.pairs(split), self.vocabulary)
+            for split in blimp_sentences.SPLITS
         }
 
     def _build_model(self, stateful, batch_size):
@@ -91,9 +91,9 @@ class AcceptabilityTask(Task):
         arrays = self.arrays[split]
         logits = np.asarray(self._predict(model, arrays.inputs), "float64")
         # log P(acceptable) - log P(unacceptable): a monotone score of P(1).
-        score = logits[:, acceptability.ACCEPTABLE] - logits[:, 0]
+        score = logits[:, blimp_sentences.ACCEPTABLE] - logits[:, 0]
         right = np.argmax(logits, axis=-1) == arrays.labels
-        good = arrays.labels == acceptability.ACCEPTABLE
+        good = arrays.labels == blimp_sentences.ACCEPTABLE
         pair_right = np.repeat(score[good] > score[~good], 2)  # one per sentence
 
         def grouped(groups):

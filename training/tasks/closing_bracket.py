@@ -3,9 +3,9 @@
 import keras
 
 import zoo
-from training.data import dyck
-from training.tasks.base import check_stateless
+from training.data import dyck_strings
 from training.tasks.dyck import DyckTask, bracket_metrics
+from training.tasks.task import check_stateless
 
 
 class ClosingBracketTask(DyckTask):
@@ -34,15 +34,15 @@ class ClosingBracketTask(DyckTask):
     def next_token_probabilities(self, outputs):
         """The k closing-bracket probabilities in the Dyck token layout.
 
-        `dyck.closing_as_next_token` in `keras.ops`: zero but for the
+        `dyck_strings.closing_as_next_token` in `keras.ops`: zero but for the
         closing brackets.
         """
-        first_close = dyck.close_id(0, self.k)
-        after = dyck.vocabulary_size(self.k) - first_close - self.k
+        first_close = dyck_strings.close_id(0, self.k)
+        after = dyck_strings.vocabulary_size(self.k) - first_close - self.k
         return keras.ops.pad(outputs, [[0, 0], [0, 0], [first_close, after]])
 
     def evaluate(self, model, split):
         arrays = self.arrays[split]
         closing = self._predict(model, arrays.inputs)
-        probabilities = dyck.closing_as_next_token(closing, self.k)
+        probabilities = dyck_strings.closing_as_next_token(closing, self.k)
         return bracket_metrics(probabilities, arrays, self.k)

@@ -8,9 +8,9 @@ from training import backends
 from training import metrics as metrics_lib
 from training.callbacks import EpochMetrics
 from training.compiled import compiled
-from training.data import dyck, dyck_oracle
+from training.data import dyck_oracle, dyck_strings
 from training.data.tokenize import Vocabulary
-from training.tasks.base import Task
+from training.tasks.task import Task
 
 # What `DyckTask.validation_callbacks` logs at every epoch's end, as
 # `val_NAME` columns of the run's log.csv.
@@ -54,25 +54,25 @@ class DyckTask(Task):
 
     # Padding is never a target and START only begins a string: a model that
     # has not learnt so may still give them weight.
-    never_generated = (dyck.PAD_ID, dyck.START_ID)
+    never_generated = (dyck_strings.PAD_ID, dyck_strings.START_ID)
 
     def __init__(self, recipe, vocabulary=None):
         self.k, self.m = recipe["task"]["k"], recipe["task"]["m"]
         super().__init__(recipe, vocabulary)
-        self.start_id = dyck.START_ID
-        self.end_id = dyck.END_ID
+        self.start_id = dyck_strings.START_ID
+        self.end_id = dyck_strings.END_ID
 
     def own_vocabulary(self):
-        return Vocabulary(dyck.token_names(self.k), unk_token=None)
+        return Vocabulary(dyck_strings.token_names(self.k), unk_token=None)
 
     def _framed(self, frame):
         """`{"train", "valid", "test"}` -> `frame(strings, k)` of the splits.
 
-        The splits are Hewitt et al.'s (`dyck.dyck_splits`) at the recipe's
+        The splits are Hewitt et al.'s (`dyck_strings.dyck_splits`) at the recipe's
         sizes and training lengths, generated from `train.seed` here.
         """
         task = self.recipe["task"]
-        strings = dyck.dyck_splits(
+        strings = dyck_strings.dyck_splits(
             self.k,
             self.m,
             train=task["train_sequences"],
@@ -92,7 +92,7 @@ class DyckTask(Task):
     @functools.cached_property
     def arrays(self):
         """`{"train", "valid", "test"}` -> `DyckArrays`, generated on first use."""
-        return self._framed(dyck.frame)
+        return self._framed(dyck_strings.frame)
 
     def _columns(self, split):
         arrays = self.arrays[split]
@@ -102,7 +102,7 @@ class DyckTask(Task):
         """The generator's next-token distribution on `split` (`DyckOracle`).
 
         The floor of the split's perplexity: `dyck_oracle`'s exact
-        conditional for the split's length range (`dyck.split_length_ranges`
+        conditional for the split's length range (`dyck_strings.split_length_ranges`
         at the recipe's `task.train_min_length` and `task.train_max_length`).
         """
         task = self.recipe["task"]

@@ -6,9 +6,9 @@ import numpy as np
 
 import zoo
 from training import metrics as metrics_lib
-from training.data import dyck
-from training.tasks.base import check_stateless
+from training.data import dyck_strings
 from training.tasks.dyck import DyckTask
+from training.tasks.task import check_stateless
 
 LENGTH_BIN = 20  # brackets per length bin of the evaluation
 
@@ -39,7 +39,7 @@ class DyckDepthTask(DyckTask):
     @functools.cached_property
     def arrays(self):
         """`{"train", "valid", "test"}` -> `DepthArrays`, generated on first use."""
-        return self._framed(dyck.frame_depths)
+        return self._framed(dyck_strings.frame_depths)
 
     def validation_callbacks(self):
         """None: WCPA is of next-token predictions, which a tagger makes none of."""

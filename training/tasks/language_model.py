@@ -8,7 +8,7 @@ from training import compile_mode, sampled_softmax, scoring
 from training import metrics as metrics_lib
 from training.callbacks import ResetStatesEachEpoch
 from training.data import batching, conventions, corpora, tokenize
-from training.tasks.base import Task
+from training.tasks.task import Task
 
 EVAL_ROWS = 10  # a language model is evaluated on this many contiguous rows
 

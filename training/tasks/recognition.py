@@ -8,10 +8,10 @@ import zoo
 from training import metrics as metrics_lib
 from training.callbacks import EpochMetrics
 from training.compiled import compiled
-from training.data import dyck, languages, one_edit, recognition
+from training.data import dyck_strings, languages, one_edit, recognition_sets
 from training.data.batching import curriculum_limits, epoch_batches
 from training.data.tokenize import Vocabulary
-from training.tasks.base import Task, check_stateless
+from training.tasks.task import Task, check_stateless
 
 
 class RecognitionTask(Task):
@@ -47,7 +47,7 @@ class RecognitionTask(Task):
     def __init__(self, recipe, vocabulary=None):
         self.language = recipe["task"]["language"]
         super().__init__(recipe, vocabulary)
-        self.start_id = dyck.START_ID
+        self.start_id = dyck_strings.START_ID
 
     def own_vocabulary(self):
         return Vocabulary(languages.token_names(self.language), unk_token=None)
@@ -55,7 +55,7 @@ class RecognitionTask(Task):
     @functools.cached_property
     def arrays(self):
         """Split name -> `RecognitionArrays`, generated on first use."""
-        splits = recognition.mali_splits(
+        splits = recognition_sets.mali_splits(
             self.language,
             seed=self.recipe["train"]["seed"],
             scale=self.recipe["task"]["split_scale"],
@@ -69,7 +69,7 @@ class RecognitionTask(Task):
             )
         )
         return {
-            name: recognition.frame(split, self.language)
+            name: recognition_sets.frame(split, self.language)
             for name, split in splits.items()
         }
 

@@ -8,7 +8,7 @@ from zoo.cells.diffstk import (
     DiffStkMRNNCell,
     DiffStkRNNCell,
 )
-from zoo.cells.dyck import DyckRNNCell, dyck_rnn_model, set_designed_weights
+from zoo.cells.dyck_rnn import DyckRNNCell, dyck_rnn_model, set_designed_weights
 from zoo.cells.minimal import MinGRU, MinGRUCell, MinLSTM, MinLSTMCell
 from zoo.cells.multi_matrix import (
     MultiMatrixLSTMCell,

@@ -81,25 +81,10 @@ class DeltaRNNCell(MultiplicativeIntegrationCell):
 
     def build(self, input_shape):
         input_dim = self.input_dim(input_shape)
-        self.kernel = self.add_weight(
-            shape=(input_dim, self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.recurrent_kernel = self.add_weight(
-            shape=(self.units, self.units),
-            initializer=self.recurrent_initializer,
-            name="recurrent_kernel",
-        )
+        self.kernel = self.add_kernel(input_dim, self.units)
+        self.recurrent_kernel = self.add_recurrent_kernel(self.units)
         self.add_gating_vectors(self.units)
-        self.bias = None
-        if self.use_bias:
-            # [b_z | b_r]
-            self.bias = self.add_weight(
-                shape=(2 * self.units,),
-                initializer=self.bias_initializer,
-                name="bias",
-            )
+        self.bias = self.add_bias(2 * self.units)  # [b_z | b_r]
 
     def call(self, inputs, states, training=False):
         h_prev = states[0] if isinstance(states, (list, tuple)) else states

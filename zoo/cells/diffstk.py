@@ -273,7 +273,7 @@ class DiffStkRNNCell(DiffStkCell):
         seed: Integer seed of the noise (not of the initial weights: seed
             the initializers for those). Default: `None`.
         kernel_initializer: Initializer of `U`, `A`, `D` and `P`, each
-            drawn from its own seed (see `zoo.cells.base.ZooCell`; the
+            drawn from its own seed (see `zoo.cells.zoo_cell.ZooCell`; the
             controller's weights are named `controller/...`, the stack's
             `stack/...`).
         recurrent_initializer: Initializer of `R`.

@@ -11,7 +11,7 @@ once with `log_space_scan`, a parallel scan in log space.
 import keras
 from keras import ops
 
-from zoo.cells.base import ZooCell
+from zoo.cells.zoo_cell import ZooCell
 from zoo.checks import check_choice
 from zoo.devices import gpu_visible
 from zoo.registry import register_cell
@@ -123,14 +123,8 @@ class MinGRUCell(ZooCell):
 
     def build(self, input_shape):
         input_dim = self.input_dim(input_shape)
-        self.kernel = self.add_weight(
-            shape=(input_dim, 2 * self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.bias = self.add_weight(
-            shape=(2 * self.units,), initializer=self.bias_initializer, name="bias"
-        )
+        self.kernel = self.add_kernel(input_dim, 2 * self.units)
+        self.bias = self.add_bias(2 * self.units)
 
     def projections(self, inputs):
         """Returns the gate pre-activation and the candidate, `(..., units)` each."""
@@ -193,14 +187,8 @@ class MinLSTMCell(ZooCell):
 
     def build(self, input_shape):
         input_dim = self.input_dim(input_shape)
-        self.kernel = self.add_weight(
-            shape=(input_dim, 3 * self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.bias = self.add_weight(
-            shape=(3 * self.units,), initializer=self.bias_initializer, name="bias"
-        )
+        self.kernel = self.add_kernel(input_dim, 3 * self.units)
+        self.bias = self.add_bias(3 * self.units)
 
     def projections(self, inputs):
         """Returns both gate pre-activations and the candidate, `(..., units)` each."""

@@ -13,7 +13,7 @@ memory per step instead of O(batch * units**2)).
 import keras
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell, blockwise_initializer
+from zoo.cells.zoo_cell import LSTMGates, ZooCell, blockwise_initializer
 from zoo.checks import check_number, check_positive_int
 from zoo.registry import register_cell
 
@@ -60,22 +60,16 @@ class _MultiMatrixCell(ZooCell):
         # With one choice the key is always 1: no key weights at all.
         key_size = k if k > 1 else 0
         # [W_hx of each group | W_proj's input columns of each group]
-        self.kernel = self.add_weight(
-            shape=(input_dim, groups * (units + key_size)),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.choice_kernels = self.add_weight(
-            shape=(units, groups * k * units),
-            initializer=blockwise_initializer(self.recurrent_initializer, groups * k),
+        self.kernel = self.add_kernel(input_dim, groups * (units + key_size))
+        self.choice_kernels = self.add_recurrent_kernel(
+            groups * k * units,
+            blockwise_initializer(self.recurrent_initializer, groups * k),
             name="choice_kernels",
         )
         if key_size:
             # W_proj's columns for h_{t-1} (all groups) and v_{t-1} (per group).
-            self.key_recurrent_kernel = self.add_weight(
-                shape=(units, groups * k),
-                initializer=self.recurrent_initializer,
-                name="key_recurrent_kernel",
+            self.key_recurrent_kernel = self.add_recurrent_kernel(
+                groups * k, name="key_recurrent_kernel"
             )
             self.key_kernel = self.add_weight(
                 shape=(groups, k, k),
@@ -167,11 +161,7 @@ class MultiMatrixRNNCell(_MultiMatrixCell):
 
     def build(self, input_shape):
         self.build_transitions(self.input_dim(input_shape))
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(self.units,), initializer=self.bias_initializer, name="bias"
-            )
+        self.bias = self.add_bias(self.units)
 
     def call(self, inputs, states, training=False):
         h_prev, keys_prev = states
@@ -248,14 +238,7 @@ class MultiMatrixLSTMCell(LSTMGates, _MultiMatrixCell):
 
     def build(self, input_shape):
         self.build_transitions(self.input_dim(input_shape))
-        units = self.units
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(4 * units,),
-                initializer=self.lstm_bias_initializer(),
-                name="bias",
-            )
+        self.bias = self.add_bias(4 * self.units, self.lstm_bias_initializer())
 
     def call(self, inputs, states, training=False):
         h_prev, c_prev, keys_prev = states

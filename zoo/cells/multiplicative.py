@@ -11,7 +11,7 @@ both cells here and by the stack-augmented cells built on them.
 import keras
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell, stacked_initializer
+from zoo.cells.zoo_cell import LSTMGates, ZooCell, stacked_initializer
 from zoo.checks import check_positive_int
 from zoo.registry import register_cell
 
@@ -61,26 +61,12 @@ class MultiplicativeRNNCell(ZooCell):
 
     def build(self, input_shape):
         input_dim = self.input_dim(input_shape)
-        self.kernel = self.add_weight(
-            shape=(input_dim, 2 * self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
+        self.kernel = self.add_kernel(input_dim, 2 * self.units)
+        self.multiplicative_kernel = self.add_recurrent_kernel(
+            self.units, name="multiplicative_kernel"
         )
-        self.multiplicative_kernel = self.add_weight(
-            shape=(self.units, self.units),
-            initializer=self.recurrent_initializer,
-            name="multiplicative_kernel",
-        )
-        self.recurrent_kernel = self.add_weight(
-            shape=(self.units, self.units),
-            initializer=self.recurrent_initializer,
-            name="recurrent_kernel",
-        )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(self.units,), initializer=self.bias_initializer, name="bias"
-            )
+        self.recurrent_kernel = self.add_recurrent_kernel(self.units)
+        self.bias = self.add_bias(self.units)
 
     def call(self, inputs, states, training=False):
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
@@ -165,22 +151,12 @@ class MultiplicativeLSTMCell(LSTMGates, ZooCell):
         input_dim = self.input_dim(input_shape)
         units = self.units
         # [W_mx | W_ix, W_fx, W_hx, W_ox]
-        self.kernel = self.add_weight(
-            shape=(input_dim, 5 * units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.multiplicative_kernel = self.add_weight(
-            shape=(units, units),
-            initializer=self.recurrent_initializer,
-            name="multiplicative_kernel",
+        self.kernel = self.add_kernel(input_dim, 5 * units)
+        self.multiplicative_kernel = self.add_recurrent_kernel(
+            units, name="multiplicative_kernel"
         )
         # [W_im, W_fm, W_hm, W_om]
-        self.recurrent_kernel = self.add_weight(
-            shape=(units, 4 * units),
-            initializer=self.recurrent_initializer,
-            name="recurrent_kernel",
-        )
+        self.recurrent_kernel = self.add_recurrent_kernel(4 * units)
         if self.weight_normalization:
             self.multiplicative_scale = self.add_weight(
                 shape=(units,), initializer="ones", name="multiplicative_scale"
@@ -188,13 +164,7 @@ class MultiplicativeLSTMCell(LSTMGates, ZooCell):
             self.recurrent_scale = self.add_weight(
                 shape=(4 * units,), initializer="ones", name="recurrent_scale"
             )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(4 * units,),
-                initializer=self.lstm_bias_initializer(),
-                name="bias",
-            )
+        self.bias = self.add_bias(4 * units, self.lstm_bias_initializer())
 
     def call(self, inputs, states, training=False):
         h_prev, c_prev = states
@@ -284,11 +254,7 @@ class TensorRNNCell(ZooCell):
                 "(batch, time, 1); received inputs of shape "
                 f"{tuple(input_shape)} per step."
             )
-        self.kernel = self.add_weight(
-            shape=(self.vocab_size, self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
+        self.kernel = self.add_kernel(self.vocab_size, self.units)
         self.recurrent_kernel = self.add_weight(
             shape=(self.vocab_size, self.units, self.units),
             initializer=stacked_initializer(
@@ -296,11 +262,7 @@ class TensorRNNCell(ZooCell):
             ),
             name="recurrent_kernel",
         )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(self.units,), initializer=self.bias_initializer, name="bias"
-            )
+        self.bias = self.add_bias(self.units)
 
     def call(self, inputs, states, training=False):
         h_prev = states[0] if isinstance(states, (list, tuple)) else states

@@ -16,8 +16,8 @@ used by both cells here and by the Delta-RNN (`zoo.cells.delta`).
 import keras
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell
 from zoo.cells.multiplicative import weight_normalized
+from zoo.cells.zoo_cell import LSTMGates, ZooCell
 from zoo.registry import register_cell
 
 
@@ -150,22 +150,10 @@ class MIRNNCell(MultiplicativeIntegrationCell):
 
     def build(self, input_shape):
         input_dim = self.input_dim(input_shape)
-        self.kernel = self.add_weight(
-            shape=(input_dim, self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.recurrent_kernel = self.add_weight(
-            shape=(self.units, self.units),
-            initializer=self.recurrent_initializer,
-            name="recurrent_kernel",
-        )
+        self.kernel = self.add_kernel(input_dim, self.units)
+        self.recurrent_kernel = self.add_recurrent_kernel(self.units)
         self.add_gating_vectors(self.units)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(self.units,), initializer=self.bias_initializer, name="bias"
-            )
+        self.bias = self.add_bias(self.units)
 
     def call(self, inputs, states, training=False):
         h_prev = states[0] if isinstance(states, (list, tuple)) else states
@@ -244,28 +232,14 @@ class MILSTMCell(LSTMGates, MultiplicativeIntegrationCell):
     def build(self, input_shape):
         input_dim = self.input_dim(input_shape)
         units = self.units
-        self.kernel = self.add_weight(
-            shape=(input_dim, 4 * units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.recurrent_kernel = self.add_weight(
-            shape=(units, 4 * units),
-            initializer=self.recurrent_initializer,
-            name="recurrent_kernel",
-        )
+        self.kernel = self.add_kernel(input_dim, 4 * units)
+        self.recurrent_kernel = self.add_recurrent_kernel(4 * units)
         if self.weight_normalization:
             self.recurrent_scale = self.add_weight(
                 shape=(4 * units,), initializer="ones", name="recurrent_scale"
             )
         self.add_gating_vectors(4 * units)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(4 * units,),
-                initializer=self.lstm_bias_initializer(),
-                name="bias",
-            )
+        self.bias = self.add_bias(4 * units, self.lstm_bias_initializer())
 
     def call(self, inputs, states, training=False):
         h_prev, c_prev = states

@@ -13,7 +13,7 @@ subclass computes its own gates.
 
 from keras import ops
 
-from zoo.cells.base import ZooCell
+from zoo.cells.zoo_cell import ZooCell
 from zoo.registry import register_cell
 
 
@@ -51,25 +51,14 @@ class MUTCell(ZooCell):
                 f"expects inputs with units={self.units} features, i.e. sequences "
                 f"(batch, time, {self.units}); received inputs with {input_dim}."
             )
-        self.kernel = self.add_weight(
-            shape=(input_dim, self.input_blocks * self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
+        self.kernel = self.add_kernel(input_dim, self.input_blocks * self.units)
+        self.recurrent_kernel = self.add_recurrent_kernel(
+            self.recurrent_gate_blocks * self.units
         )
-        self.recurrent_kernel = self.add_weight(
-            shape=(self.units, self.recurrent_gate_blocks * self.units),
-            initializer=self.recurrent_initializer,
-            name="recurrent_kernel",
+        self.candidate_kernel = self.add_recurrent_kernel(
+            self.units, name="candidate_kernel"
         )
-        self.candidate_kernel = self.add_weight(
-            shape=(self.units, self.units),
-            initializer=self.recurrent_initializer,
-            name="candidate_kernel",
-        )
-        # [b_z | b_r | b_h]
-        self.bias = self.add_weight(
-            shape=(3 * self.units,), initializer=self.bias_initializer, name="bias"
-        )
+        self.bias = self.add_bias(3 * self.units)  # [b_z | b_r | b_h]
 
     def gates(self, inputs, h_prev, x_proj):
         raise NotImplementedError
@@ -213,11 +202,7 @@ class MUT3Cell(MUTCell):
 
     def build(self, input_shape):
         super().build(input_shape)
-        self.update_kernel = self.add_weight(
-            shape=(self.units, self.units),
-            initializer=self.recurrent_initializer,
-            name="update_kernel",
-        )
+        self.update_kernel = self.add_recurrent_kernel(self.units, name="update_kernel")
 
     def gates(self, inputs, h_prev, x_proj):
         x_z, x_r, x_h = ops.split(x_proj, 3, axis=-1)

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.cells.base import LSTMGates, ZooCell, blockwise_initializer
+from zoo.cells.zoo_cell import LSTMGates, ZooCell, blockwise_initializer
 from zoo.checks import check_choice, check_number, check_positive_int
 from zoo.registry import register_cell
 from zoo.walk import walk_layers
@@ -134,28 +134,18 @@ class SecondOrderLSTMCell(LSTMGates, ZooCell):
             input_dim -= 1
             self.assignment_table = ops.convert_to_tensor(self.assignment, "int32")
         else:
-            self.attention_kernel = self.add_weight(
-                shape=(input_dim, cells),
-                initializer=self.kernel_initializer,
-                name="attention_kernel",
+            self.attention_kernel = self.add_kernel(
+                input_dim, cells, name="attention_kernel"
             )
-        self.kernel = self.add_weight(
-            shape=(input_dim, cells * 4 * units),
-            initializer=blockwise_initializer(self.kernel_initializer, cells),
-            name="kernel",
+        self.kernel = self.add_kernel(
+            input_dim,
+            cells * 4 * units,
+            blockwise_initializer(self.kernel_initializer, cells),
         )
-        self.recurrent_kernel = self.add_weight(
-            shape=(units, cells * 4 * units),
-            initializer=blockwise_initializer(self.recurrent_initializer, cells),
-            name="recurrent_kernel",
+        self.recurrent_kernel = self.add_recurrent_kernel(
+            cells * 4 * units, blockwise_initializer(self.recurrent_initializer, cells)
         )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(cells * 4 * units,),
-                initializer=self.lstm_bias_initializer(),
-                name="bias",
-            )
+        self.bias = self.add_bias(cells * 4 * units, self.lstm_bias_initializer())
 
     def routing_weights(self, inputs):
         """Returns `alpha_t`, `[batch, num_cells]`, for one step's `inputs`."""

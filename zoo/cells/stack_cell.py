@@ -10,7 +10,7 @@ probabilities and stack tops, for inspecting a trained model.
 
 from keras import ops
 
-from zoo.cells.base import ZooCell
+from zoo.cells.zoo_cell import ZooCell
 from zoo.layers.differentiable_stack import DifferentiableStack
 
 

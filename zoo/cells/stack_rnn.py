@@ -41,7 +41,7 @@ class StackRNNCell(StackCell):
         activation: Activation of `h_t`. Default: `"sigmoid"`.
         use_bias: Whether to add `b`. Default: `True`.
         kernel_initializer: Initializer of `U`, `A`, `D` and `P`, each
-            drawn from its own seed (see `zoo.cells.base.ZooCell`).
+            drawn from its own seed (see `zoo.cells.zoo_cell.ZooCell`).
         recurrent_initializer: Initializer of `R`.
         bias_initializer: Initializer of `b`, `b_A` and `b_D`.
 
@@ -62,21 +62,9 @@ class StackRNNCell(StackCell):
 
     def build(self, input_shape):
         input_dim = self.input_dim(input_shape)
-        self.kernel = self.add_weight(
-            shape=(input_dim, self.units),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
-        self.recurrent_kernel = self.add_weight(
-            shape=(self.units, self.units),
-            initializer=self.recurrent_initializer,
-            name="recurrent_kernel",
-        )
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(self.units,), initializer=self.bias_initializer, name="bias"
-            )
+        self.kernel = self.add_kernel(input_dim, self.units)
+        self.recurrent_kernel = self.add_recurrent_kernel(self.units)
+        self.bias = self.add_bias(self.units)
         self.build_part(self.stack, (None, self.units))
 
     def step(self, inputs, states, training=False):

@@ -1,6 +1,6 @@
 """Trained models that ship with the zoo (`zoo/presets/NAME/`) and their one loader."""
 
-from zoo.presets.loading import (
+from zoo.presets.preset_loader import (
     Preset,
     PresetLoader,
     available,

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from training.data import dyck, dyck_oracle
+from training.data import dyck_oracle, dyck_strings
 
 K = 2
 
@@ -11,7 +11,7 @@ K = 2
 def _sampler_probability(tokens, k, m, min_length, max_length):
     """P(the sampler's automaton draws `tokens`), before rejection by length.
 
-    Transcribed from `dyck._sample_string`, one draw at a time: at depth m
+    Transcribed from `dyck_strings._sample_string`, one draw at a time: at depth m
     the close is forced; a uniform below 1/2 is END at depth 0 (redrawn
     before `min_length` brackets) or the matching close; above, open bracket
     `floor((u - 1/2) 2k)`, 1/(2k) each. 0 for a string the loop never returns.
@@ -22,9 +22,9 @@ def _sampler_probability(tokens, k, m, min_length, max_length):
             return 0.0
         depth = len(stack)
         redraw = depth == 0 and n < min_length
-        if token == dyck.END_ID:
+        if token == dyck_strings.END_ID:
             return probability * 0.5 if depth == 0 and not redraw else 0.0
-        kind = token - dyck.FIRST_BRACKET_ID
+        kind = token - dyck_strings.FIRST_BRACKET_ID
         if kind < k:
             if depth == m:
                 return 0.0
@@ -46,20 +46,24 @@ def _every_string(k, m, max_length):
     """
 
     def extend(tokens, stack):
-        yield from [np.array([*tokens, dyck.END_ID], np.int32)] if not stack else []
+        yield from (
+            [np.array([*tokens, dyck_strings.END_ID], np.int32)] if not stack else []
+        )
         if len(tokens) == max_length - 1:
             return
         if stack:
-            yield from extend([*tokens, dyck.close_id(stack[-1], k)], stack[:-1])
+            yield from extend(
+                [*tokens, dyck_strings.close_id(stack[-1], k)], stack[:-1]
+            )
         if len(stack) < m:
             for kind in range(k):
-                yield from extend([*tokens, dyck.open_id(kind)], [*stack, kind])
+                yield from extend([*tokens, dyck_strings.open_id(kind)], [*stack, kind])
 
     return list(extend([], []))
 
 
 def _oracle_probabilities(oracle, strings):
-    arrays = dyck.frame(strings, oracle.k)
+    arrays = dyck_strings.frame(strings, oracle.k)
     return np.exp(oracle.token_log_probabilities(arrays).sum(axis=1))
 
 
@@ -86,8 +90,10 @@ def test_the_oracle_is_the_samplers_distribution_by_enumeration(m, low, high):
 @pytest.mark.parametrize(("m", "low", "high"), RANGES[1:3])
 def test_every_next_token_distribution_sums_to_one(m, low, high):
     oracle = dyck_oracle.DyckOracle(K, m, low, high)
-    strings = dyck.sample_dyck(K, m, num_sequences=50, min_length=low, max_length=high)
-    arrays = dyck.frame(strings, K)
+    strings = dyck_strings.sample_dyck(
+        K, m, num_sequences=50, min_length=low, max_length=high
+    )
+    arrays = dyck_strings.frame(strings, K)
     probabilities = np.exp(oracle.log_probabilities(arrays))
     real = arrays.mask > 0
     np.testing.assert_allclose(probabilities.sum(-1)[real], 1.0, atol=1e-12)
@@ -103,7 +109,7 @@ def test_the_oracle_matches_the_generators_frequencies():
     m, low, high = 3, 4, 11
     oracle = dyck_oracle.DyckOracle(K, m, low, high)
     assert oracle.acceptance == pytest.approx(0.5)
-    strings = dyck.sample_dyck(
+    strings = dyck_strings.sample_dyck(
         K, m, num_sequences=20_000, min_length=low, max_length=high, seed=5
     )
     counts = {}
@@ -133,10 +139,10 @@ def test_the_oracle_at_the_depth_only_bound_is_the_automaton():
 
 def test_a_string_of_another_split_is_refused():
     oracle = dyck_oracle.DyckOracle(K, 4, 10, 30)
-    short = dyck.frame([np.array([3, 5, 2])], K)  # ends before the minimum
+    short = dyck_strings.frame([np.array([3, 5, 2])], K)  # ends before the minimum
     with pytest.raises(ValueError, match="never draws there"):
         oracle.cross_entropy(short)
-    wrong = dyck.frame([np.array([3, 6, 2])], K)
+    wrong = dyck_strings.frame([np.array([3, 6, 2])], K)
     with pytest.raises(ValueError, match="never draws there"):
         dyck_oracle.DyckOracle(K, 4).cross_entropy(wrong)
 
@@ -168,12 +174,12 @@ def test_split_oracles_follow_the_splits_length_ranges():
 def test_the_measured_floor_of_the_report_scale_m4_split():
     # so_dyck's m = 4 rows, seed 0 (10k/4k/10k strings): the floors measured
     # when issue 42 was filed (mean over seeds 0-2: test 2.387, valid 2.452).
-    splits = dyck.dyck_splits(
+    splits = dyck_strings.dyck_splits(
         2, 4, train=10_000, dev=4_000, test=10_000, unit="sequences", seed=0
     )
     oracles = dyck_oracle.split_oracles(2, 4)
     floors = {
-        name: math.exp(oracles[name].cross_entropy(dyck.frame(splits[name], 2)))
+        name: math.exp(oracles[name].cross_entropy(dyck_strings.frame(splits[name], 2)))
         for name in ("dev", "test")
     }
     assert floors["test"] == pytest.approx(2.3869, abs=1e-4)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from training.data import languages
-from training.data.dyck import END_ID
+from training.data.dyck_strings import END_ID
 
 
 def test_alphabets_follow_the_dyck_layout():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from training.data import languages, one_edit, recognition
+from training.data import languages, one_edit, recognition_sets
 
 
 def edit_distance(a, b):
@@ -68,7 +68,7 @@ def test_the_same_seed_gives_the_same_strings():
 @pytest.mark.parametrize("language", ["D2", "D6"])
 def test_hard_splits_have_the_paper_tests_lengths_and_sizes(language):
     splits = one_edit.hard_splits(language, seed=0, scale=0.02)
-    paper = recognition.MALI_SPLITS["D6" if language == "D6" else "small"]
+    paper = recognition_sets.MALI_SPLITS["D6" if language == "D6" else "small"]
     assert paper["test"][1:] == (56, 102) and paper["long_160"][1:] == (103, 160)
     for name, source in one_edit.HARD_SPLITS.items():
         size, low, high = paper[source]

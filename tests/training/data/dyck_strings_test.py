@@ -1,32 +1,44 @@
 import numpy as np
 import pytest
 
-from training.data import dyck
+from training.data import dyck_strings
 
 K, M = 2, 4
 
 
 def _open_close(k):
-    opens = [dyck.open_id(i) for i in range(k)]
-    closes = [dyck.close_id(i, k) for i in range(k)]
+    opens = [dyck_strings.open_id(i) for i in range(k)]
+    closes = [dyck_strings.close_id(i, k) for i in range(k)]
     return opens, closes
 
 
 def test_token_layout():
-    assert dyck.token_names(2) == ["<pad>", "START", "END", "(a", "(b", "a)", "b)"]
-    assert dyck.vocabulary_size(2) == 7
-    assert (dyck.PAD_ID, dyck.START_ID, dyck.END_ID) == (0, 1, 2)
+    assert dyck_strings.token_names(2) == [
+        "<pad>",
+        "START",
+        "END",
+        "(a",
+        "(b",
+        "a)",
+        "b)",
+    ]
+    assert dyck_strings.vocabulary_size(2) == 7
+    assert (dyck_strings.PAD_ID, dyck_strings.START_ID, dyck_strings.END_ID) == (
+        0,
+        1,
+        2,
+    )
     assert _open_close(2) == ([3, 4], [5, 6])
 
 
 def test_every_string_is_valid_and_in_range():
-    strings = dyck.sample_dyck(
+    strings = dyck_strings.sample_dyck(
         K, M, num_sequences=500, min_length=9, max_length=41, seed=0
     )
     assert len(strings) == 500
     for s in strings:
-        assert s[-1] == dyck.END_ID and dyck.END_ID not in s[:-1]
-        assert dyck.is_dyck(s, K, M)
+        assert s[-1] == dyck_strings.END_ID and dyck_strings.END_ID not in s[:-1]
+        assert dyck_strings.is_dyck(s, K, M)
         assert 9 <= len(s) <= 41
 
 
@@ -66,10 +78,10 @@ def test_default_lengths_follow_hewitts_sampler():
     # Hewitt's sampler redraws END until min_length brackets were read, so
     # the default (1) never gives the empty string; the length distribution
     # (END included) matches the specification computed exactly.
-    strings = dyck.sample_dyck(K, M, num_sequences=20_000, seed=3)
+    strings = dyck_strings.sample_dyck(K, M, num_sequences=20_000, seed=3)
     lengths = np.array([len(s) for s in strings])
     assert lengths.min() >= 3  # two brackets and END
-    expected = _length_distribution(M, 1, dyck.hewitt_max_length(M))
+    expected = _length_distribution(M, 1, dyck_strings.hewitt_max_length(M))
     mean = sum(length * p for length, p in expected.items())
     assert 16 < mean < 17  # 16.8; 8.9 when the empty string was allowed
     spread = np.sqrt(sum((length - mean) ** 2 * p for length, p in expected.items()))
@@ -81,15 +93,15 @@ def test_default_lengths_follow_hewitts_sampler():
 
 
 def test_is_dyck_rejects_invalid():
-    assert dyck.is_dyck([3, 5, 2], 2, 1)
-    assert not dyck.is_dyck([3, 6, 2], 2)  # wrong close type
-    assert not dyck.is_dyck([3, 3, 5, 5], 2, 1)  # deeper than m
-    assert not dyck.is_dyck([3], 2)  # unclosed
-    assert not dyck.is_dyck([5, 3], 2)  # close before open
+    assert dyck_strings.is_dyck([3, 5, 2], 2, 1)
+    assert not dyck_strings.is_dyck([3, 6, 2], 2)  # wrong close type
+    assert not dyck_strings.is_dyck([3, 3, 5, 5], 2, 1)  # deeper than m
+    assert not dyck_strings.is_dyck([3], 2)  # unclosed
+    assert not dyck_strings.is_dyck([5, 3], 2)  # close before open
 
 
 def test_next_token_probabilities_match_specification():
-    strings = dyck.sample_dyck(
+    strings = dyck_strings.sample_dyck(
         K, M, num_sequences=4000, min_length=5, max_length=10_000, seed=1
     )
     counts = {}  # (state, token kind) -> count
@@ -109,7 +121,7 @@ def test_next_token_probabilities_match_specification():
                     else "mid"
                 )
             )
-            if token == dyck.END_ID:
+            if token == dyck_strings.END_ID:
                 kind = "end"
             elif token in (3, 4):
                 kind = f"open{token - 3}"
@@ -134,9 +146,9 @@ def test_next_token_probabilities_match_specification():
 
 
 def test_generator_is_seeded():
-    a = dyck.sample_dyck(K, M, num_sequences=20, seed=3)
-    b = dyck.sample_dyck(K, M, num_sequences=20, seed=3)
-    c = dyck.sample_dyck(K, M, num_sequences=20, seed=4)
+    a = dyck_strings.sample_dyck(K, M, num_sequences=20, seed=3)
+    b = dyck_strings.sample_dyck(K, M, num_sequences=20, seed=3)
+    c = dyck_strings.sample_dyck(K, M, num_sequences=20, seed=4)
     assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     assert not all(
         len(x) == len(y) and np.array_equal(x, y) for x, y in zip(a, c, strict=True)
@@ -144,16 +156,16 @@ def test_generator_is_seeded():
 
 
 def test_token_budget_counts_tokens():
-    strings = dyck.sample_dyck(K, M, num_tokens=1000, seed=0)
+    strings = dyck_strings.sample_dyck(K, M, num_tokens=1000, seed=0)
     total = sum(len(s) for s in strings)
-    assert 1000 <= total < 1000 + dyck.hewitt_max_length(M)
+    assert 1000 <= total < 1000 + dyck_strings.hewitt_max_length(M)
     assert total - len(strings[-1]) < 1000
 
 
 @pytest.mark.parametrize("m", [4, 6, 8])
 def test_report_sized_splits_and_lengths(m):
     # The reports' setup: Dyck-(2, m), 10k/4k/10k sequences.
-    splits = dyck.dyck_splits(
+    splits = dyck_strings.dyck_splits(
         2, m, train=10_000, dev=4_000, test=10_000, unit="sequences", seed=0
     )
     longest = 8 * m * (m - 2) + 60
@@ -166,14 +178,14 @@ def test_report_sized_splits_and_lengths(m):
         assert max(len(s) for s in splits[name]) <= longest
     test_lengths = [len(s) for s in splits["test"]]
     assert min(test_lengths) >= longest + 1 and max(test_lengths) <= 2 * longest
-    assert all(dyck.is_dyck(s, 2, m) for s in splits["test"][:200])
+    assert all(dyck_strings.is_dyck(s, 2, m) for s in splits["test"][:200])
 
 
 def test_hewitt_token_splits():
-    splits = dyck.dyck_splits(2, 3, train=5000, dev=500, test=2000, seed=0)
+    splits = dyck_strings.dyck_splits(2, 3, train=5000, dev=500, test=2000, seed=0)
     for name, budget in (("train", 5000), ("dev", 500), ("test", 2000)):
         assert sum(len(s) for s in splits[name]) >= budget
-    longest = dyck.hewitt_max_length(3)
+    longest = dyck_strings.hewitt_max_length(3)
     assert max(len(s) for s in splits["train"] + splits["dev"]) <= longest
     assert longest < min(len(s) for s in splits["test"])
     assert max(len(s) for s in splits["test"]) <= 2 * longest
@@ -182,7 +194,7 @@ def test_hewitt_token_splits():
 def test_frame_arrays():
     # ( [ ] ) ( ) END  with k=2: (a=3 (b=4 a)=5 b)=6
     strings = [np.array([3, 4, 6, 5, 3, 5, 2]), np.array([2])]
-    arrays = dyck.frame(strings, 2)
+    arrays = dyck_strings.frame(strings, 2)
     np.testing.assert_array_equal(arrays.inputs[0], [1, 3, 4, 6, 5, 3, 5])
     np.testing.assert_array_equal(arrays.targets[0], [3, 4, 6, 5, 3, 5, 2])
     np.testing.assert_array_equal(arrays.inputs[1], [1, 0, 0, 0, 0, 0, 0])
@@ -199,7 +211,7 @@ def test_frame_arrays():
 def test_depth_arrays():
     # ( [ ] ) ( ) END  with k=2: (a=3 (b=4 a)=5 b)=6; END is not an input.
     strings = [np.array([3, 4, 6, 5, 3, 5, 2]), np.array([4, 6])]
-    arrays = dyck.frame_depths(strings, 2, length=8)
+    arrays = dyck_strings.frame_depths(strings, 2, length=8)
     np.testing.assert_array_equal(arrays.inputs[0], [3, 4, 6, 5, 3, 5, 0, 0])
     np.testing.assert_array_equal(arrays.depths[0], [1, 2, 1, 0, 1, 0, 0, 0])
     np.testing.assert_array_equal(arrays.inputs[1], [4, 6, 0, 0, 0, 0, 0, 0])
@@ -210,12 +222,12 @@ def test_depth_arrays():
 
 
 def test_depths_are_the_stack_size_and_never_exceed_m():
-    strings = dyck.sample_dyck(3, 5, num_sequences=50, seed=3)
-    arrays = dyck.frame_depths(strings, 3)
+    strings = dyck_strings.sample_dyck(3, 5, num_sequences=50, seed=3)
+    arrays = dyck_strings.frame_depths(strings, 3)
     for row, tokens in enumerate(strings):
         stack = []
         for t, token in enumerate(tokens[:-1].tolist()):
-            if token < dyck.close_id(0, 3):
+            if token < dyck_strings.close_id(0, 3):
                 stack.append(token)
             else:
                 stack.pop()
@@ -233,15 +245,17 @@ def test_depths_are_the_stack_size_and_never_exceed_m():
 )
 def test_depth_arrays_refuse_what_is_no_dyck_prefix(strings, message):
     with pytest.raises(ValueError, match=message):
-        dyck.frame_depths(strings, 2)
+        dyck_strings.frame_depths(strings, 2)
     with pytest.raises(ValueError, match="shorter than the longest string"):
-        dyck.frame_depths([np.array([3, 5])], 2, length=1)
+        dyck_strings.frame_depths([np.array([3, 5])], 2, length=1)
 
 
 def test_closing_bracket_labels_are_the_stack_top():
-    arrays = dyck.frame(dyck.sample_dyck(3, 5, num_sequences=50, seed=2), 3)
+    arrays = dyck_strings.frame(
+        dyck_strings.sample_dyck(3, 5, num_sequences=50, seed=2), 3
+    )
     closing = arrays.close_weights > 0
-    first_close = dyck.close_id(0, 3)
+    first_close = dyck_strings.close_id(0, 3)
     np.testing.assert_array_equal(
         arrays.close_labels[closing], arrays.close_targets[closing] - first_close
     )
@@ -252,7 +266,7 @@ def test_closing_bracket_labels_are_the_stack_top():
 
 def test_closing_as_next_token_places_the_closing_brackets():
     closing = np.array([[[0.25, 0.75]]])
-    probabilities = dyck.closing_as_next_token(closing, 2)
+    probabilities = dyck_strings.closing_as_next_token(closing, 2)
     np.testing.assert_array_equal(probabilities, [[[0, 0, 0, 0, 0, 0.25, 0.75]]])
 
 
@@ -267,20 +281,22 @@ def test_closing_as_next_token_places_the_closing_brackets():
 )
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message) as info:
-        dyck.sample_dyck(num_sequences=1, **kwargs)
+        dyck_strings.sample_dyck(num_sequences=1, **kwargs)
     assert "\n" not in str(info.value)
 
 
 def test_bad_budget():
     with pytest.raises(ValueError, match="exactly one of num_sequences and num_tokens"):
-        dyck.sample_dyck(2, 4)
+        dyck_strings.sample_dyck(2, 4)
 
 
 def test_a_training_length_range_changes_train_and_dev_only():
     # The test split is Hewitt's whatever the training range (each split has
     # its own stream), so rows of long training strings share it.
-    default = dyck.dyck_splits(2, 4, train=50, dev=20, test=10, unit="sequences")
-    long = dyck.dyck_splits(
+    default = dyck_strings.dyck_splits(
+        2, 4, train=50, dev=20, test=10, unit="sequences"
+    )
+    long = dyck_strings.dyck_splits(
         2,
         4,
         train=50,
@@ -295,8 +311,8 @@ def test_a_training_length_range_changes_train_and_dev_only():
     for name in ("train", "dev"):
         lengths = [len(s) for s in long[name]]
         assert min(lengths) >= 201 and max(lengths) <= 400
-        assert max(len(s) for s in default[name]) <= dyck.hewitt_max_length(4)
-    assert dyck.split_length_ranges(4, 200, 400) == {
+        assert max(len(s) for s in default[name]) <= dyck_strings.hewitt_max_length(4)
+    assert dyck_strings.split_length_ranges(4, 200, 400) == {
         "train": (200, 400),
         "dev": (200, 400),
         "test": (125, 248),

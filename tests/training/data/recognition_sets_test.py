@@ -1,12 +1,14 @@
 import numpy as np
 import pytest
 
-from training.data import languages, recognition
+from training.data import languages, recognition_sets
 
 
 @pytest.mark.parametrize("language", ["D2", "D3", "D6", "palindrome"])
 def test_split_labels_agree_with_the_oracle(language):
-    split = recognition.make_split(language, 400, 6, 40, seed=0, hard_fraction=0.25)
+    split = recognition_sets.make_split(
+        language, 400, 6, 40, seed=0, hard_fraction=0.25
+    )
     assert len(split) == 400 and split.labels.sum() == 200
     for string, label in zip(split.strings, split.labels, strict=True):
         assert languages.is_member(string, language) == bool(label)
@@ -17,7 +19,7 @@ def test_split_labels_agree_with_the_oracle(language):
 
 @pytest.mark.parametrize("language", ["D2", "palindrome"])
 def test_hard_negatives_swap_symbols_of_a_positive(language):
-    split = recognition.make_split(language, 400, 9, 31, seed=1, hard_fraction=0.3)
+    split = recognition_sets.make_split(language, 400, 9, 31, seed=1, hard_fraction=0.3)
     positives = [s for s, y in zip(split.strings, split.labels, strict=True) if y]
     sources = {tuple(sorted(p)) for p in positives}  # a swap keeps the symbols
     hard = [s for s, h in zip(split.strings, split.is_hard, strict=True) if h]
@@ -25,12 +27,14 @@ def test_hard_negatives_swap_symbols_of_a_positive(language):
     for string in hard:
         assert not languages.is_member(string, language)
         assert tuple(sorted(string)) in sources
-    hard_fraction_default = recognition.make_split("D2", 1000, 2, 30, seed=2).is_hard
+    hard_fraction_default = recognition_sets.make_split(
+        "D2", 1000, 2, 30, seed=2
+    ).is_hard
     assert 0.15 * 500 - 1 <= hard_fraction_default.sum() <= 0.30 * 500 + 1
 
 
 def test_edit_negatives_change_lengths():
-    split = recognition.make_split(
+    split = recognition_sets.make_split(
         "D2", 400, 10, 30, seed=1, hard_fraction=0.3, hard_negatives="edit"
     )
     positives = [s for s, y in zip(split.strings, split.labels, strict=True) if y]
@@ -44,7 +48,7 @@ def test_edit_negatives_change_lengths():
 
 def test_pcfg_branching():
     # p1 = 0, p = 1 would never stop; p = 0.4, p1 = 0 gives nested strings only.
-    strings = recognition.sample_positives("D2", 200, 2, 40, p=0.4, p1=0.0, seed=0)
+    strings = recognition_sets.sample_positives("D2", 200, 2, 40, p=0.4, p1=0.0, seed=0)
     for s in strings:
         half = len(s) // 2
         assert all(t in (3, 4) for t in s[:half])  # opens, then closes
@@ -52,7 +56,7 @@ def test_pcfg_branching():
 
 
 def test_paper_splits_sizes_lengths_and_no_leak():
-    splits = recognition.mali_splits("D2", seed=0)
+    splits = recognition_sets.mali_splits("D2", seed=0)
     expected = {
         "train": (6230, 1, 55),
         "valid": (1000, 21, 70),
@@ -71,19 +75,19 @@ def test_paper_splits_sizes_lengths_and_no_leak():
             assert not train & {tuple(s) for s in split.strings}
     mixed = [len(s) for s in splits["test_mixed"].strings]
     assert sum(n <= 55 for n in mixed) == 1500  # half short, half long
-    d6 = recognition.mali_splits("D6", seed=0, scale=0.1)
+    d6 = recognition_sets.mali_splits("D6", seed=0, scale=0.1)
     assert [len(d6[n]) for n in ("train", "valid", "test")] == [1500, 200, 400]
 
 
 def test_frame_and_dataset():
-    split = recognition.RecognitionSplit(
+    split = recognition_sets.RecognitionSplit(
         strings=[[3, 5], [3, 6, 5]],
         labels=np.array([1, 0]),
         is_hard=np.array([False, False]),
         min_length=2,
         max_length=3,
     )
-    arrays = recognition.frame(split, "D2")
+    arrays = recognition_sets.frame(split, "D2")
     np.testing.assert_array_equal(arrays.inputs, [[1, 3, 5, 0], [1, 3, 6, 5]])
     np.testing.assert_array_equal(arrays.targets, [[3, 5, 2, 0], [3, 6, 5, 2]])
     np.testing.assert_array_equal(arrays.prefix_labels, [[1, 0, 1, 0], [1, 0, 0, 0]])
@@ -110,17 +114,17 @@ def test_frame_and_dataset():
 )
 def test_bad_arguments(language, lo, hi, message):
     with pytest.raises(ValueError, match=message) as info:
-        recognition.make_split(language, 10, lo, hi)
+        recognition_sets.make_split(language, 10, lo, hi)
     assert "\n" not in str(info.value)
 
 
 def test_unknown_hard_negatives_raise():
     with pytest.raises(ValueError, match="hard_negatives must be one of 'swap'"):
-        recognition.make_split("D2", 10, 2, 10, hard_negatives="flip")
+        recognition_sets.make_split("D2", 10, 2, 10, hard_negatives="flip")
 
 
 def test_unreachable_range_raises():
     with pytest.raises(
         ValueError, match=r"expected a length range the grammar reaches"
     ):
-        recognition.sample_positives("D2", 5, 100, 102, p=0.1, p1=0.0, seed=0)
+        recognition_sets.sample_positives("D2", 5, 100, 102, p=0.1, p1=0.0, seed=0)

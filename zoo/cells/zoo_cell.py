@@ -100,7 +100,10 @@ class ZooCell(IndependentWeights, keras.Layer):
     `state_size`, create their weights in `build` after calling
     `self.input_dim(input_shape)` (parts, such as a stack or a controller
     cell, with `self.build_part`), and add their own arguments to
-    `get_config`.
+    `get_config`. The weights most cells have are made by `add_kernel` (an
+    input kernel), `add_recurrent_kernel` (a kernel on the state) and
+    `add_bias` (`None` when the cell's `use_bias` is off), each from its
+    initializer unless given another.
 
     Every weight draws from a seed of its own, derived from the cell's seed
     and the weight's name (`zoo.initializers`): weights that share an
@@ -116,6 +119,10 @@ class ZooCell(IndependentWeights, keras.Layer):
         recurrent_initializer: Initializer for the recurrent kernels.
         bias_initializer: Initializer for the biases.
     """
+
+    # Every cell has a bias unless it takes a `use_bias` argument and is
+    # given False.
+    use_bias = True
 
     def __init__(
         self,
@@ -143,6 +150,33 @@ class ZooCell(IndependentWeights, keras.Layer):
                 f"keras.layers.RNN; received inputs of shape {tuple(input_shape)}."
             )
         return int(input_shape[-1])
+
+    def add_kernel(self, input_dim, width, initializer=None, name="kernel"):
+        """An input kernel `[input_dim, width]`, from `kernel_initializer`
+        unless `initializer` is given."""
+        if initializer is None:
+            initializer = self.kernel_initializer
+        return self.add_weight(
+            shape=(input_dim, width), initializer=initializer, name=name
+        )
+
+    def add_recurrent_kernel(self, width, initializer=None, name="recurrent_kernel"):
+        """A kernel on the state, `[units, width]`, from `recurrent_initializer`
+        unless `initializer` is given."""
+        if initializer is None:
+            initializer = self.recurrent_initializer
+        return self.add_weight(
+            shape=(self.units, width), initializer=initializer, name=name
+        )
+
+    def add_bias(self, width, initializer=None):
+        """The bias `[width]`, from `bias_initializer` unless `initializer` is
+        given; `None` when `use_bias` is off."""
+        if not self.use_bias:
+            return None
+        if initializer is None:
+            initializer = self.bias_initializer
+        return self.add_weight(shape=(width,), initializer=initializer, name="bias")
 
     def get_config(self):
         config = super().get_config()

@@ -38,7 +38,7 @@ import dataclasses
 
 import numpy as np
 
-from training.data.dyck import END_ID, FIRST_BRACKET_ID, PAD_ID, START_ID
+from training.data.dyck_strings import END_ID, FIRST_BRACKET_ID, PAD_ID, START_ID
 from training.data.languages import (
     PALINDROME_MARKER,
     alphabet,

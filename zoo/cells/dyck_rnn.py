@@ -12,7 +12,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.cells.base import ZooCell
+from zoo.cells.zoo_cell import ZooCell
 from zoo.checks import check_positive_int
 from zoo.layers.dyck_readout import DyckReadout
 from zoo.registry import register_cell
@@ -47,7 +47,7 @@ class DyckRNNCell(ZooCell):
     report's 5 parameters are `W_proj` and the readout's 4.
 
     The cell takes token ids, shape `(batch, 1)` per step (sequences
-    `(batch, time, 1)`, integer dtype), in the layout of `training.data.dyck`:
+    `(batch, time, 1)`, integer dtype), in the layout of `training.data.dyck_strings`:
     open bracket of type `j` (0-based) is id `first_bracket_id + j`, its
     closing bracket `first_bracket_id + k + j`; smaller ids (padding, START,
     END) are non-brackets. The fixed embeddings are one-dimensional: open `j`
@@ -67,7 +67,7 @@ class DyckRNNCell(ZooCell):
         trainable_embeddings: Whether the embeddings are learned. Default:
             `False` (the fixed embeddings above).
         first_bracket_id: Non-negative integer, the id of the first open
-            bracket. Default: 3 (`training.data.dyck`'s layout).
+            bracket. Default: 3 (`training.data.dyck_strings`'s layout).
         embeddings_initializer: Initializer of learned embeddings.
             Default: `"random_uniform"`.
         kernel_initializer: Initializer of `W_proj`. Default: `"ones"`, a
@@ -135,11 +135,7 @@ class DyckRNNCell(ZooCell):
             trainable=self.trainable_embeddings,
             name="embeddings",
         )
-        self.kernel = self.add_weight(
-            shape=(self.embedding_dim, 1),
-            initializer=self.kernel_initializer,
-            name="kernel",
-        )
+        self.kernel = self.add_kernel(self.embedding_dim, 1)
 
     def call(self, inputs, states, training=False):
         h_prev = states[0] if isinstance(states, (list, tuple)) else states

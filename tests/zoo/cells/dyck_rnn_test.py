@@ -4,7 +4,7 @@ import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, TIME, CellContract
 from tests.zoo.cells.reference import sigmoid
-from zoo.cells.dyck import DyckRNNCell, dyck_rnn_model, set_designed_weights
+from zoo.cells.dyck_rnn import DyckRNNCell, dyck_rnn_model, set_designed_weights
 from zoo.layers import DyckReadout
 
 K, M = 2, 4
