@@ -23,7 +23,7 @@ from pathlib import Path
 
 from training import (
     file_schema,
-    results,
+    records,
     runs,
     table_baselines,
     table_schema,
@@ -31,7 +31,7 @@ from training import (
 )
 from training.callbacks import write_atomically
 
-TIMING = results.TIMING
+TIMING = records.TIMING
 LOCK = ".lock"
 LOG = "train.log"
 DAMAGED = ".damaged"
@@ -47,7 +47,7 @@ def check_run_backend(run, backend):
     if not finished(run):
         return
     try:
-        trained_on = results.backend_of(runs.read_json(run.run_dir / runs.METRICS))
+        trained_on = records.backend_of(runs.read_json(run.run_dir / runs.METRICS))
     except (runs.RunError, OSError):
         return  # a damaged run is named and set aside where it is recorded
     if trained_on != backend:
@@ -168,7 +168,7 @@ def _parameters(run):
 
 
 def record_folder(results_dir, table, run):
-    return results.record_dir(results_dir, table.name, run.row.name, run.seed)
+    return records.record_dir(results_dir, table.name, run.row.name, run.seed)
 
 
 def _record(table, run, results_dir):
@@ -180,7 +180,7 @@ def _record(table, run, results_dir):
         except (ValueError, OSError) as error:  # runs.RunError is a ValueError
             reason = f"its model cannot be loaded: {str(error).splitlines()[0]}"
     if reason is None:
-        results.write_record(
+        records.write_record(
             run.run_dir, record_folder(results_dir, table, run), parameters
         )
     return reason
@@ -245,7 +245,7 @@ class Job:
                 "started": time.time(),
             },
         )
-        runs.write_json(run.run_dir / results.HOST, results.host(backend))
+        runs.write_json(run.run_dir / records.HOST, records.host(backend))
         # The child inherits the locked file, so the lock outlives this
         # process if it is killed while the child trains on.
         self.process = subprocess.Popen(
@@ -338,7 +338,7 @@ def aggregate(table, results_dir, out, seeds):
     Raises:
         TableError: no record at all (nothing to write), or a damaged one.
     """
-    found = results.read_table_records(results_dir, table)
+    found = records.read_table_records(results_dir, table)
     if not found:
         raise nothing_to_aggregate(table, results_dir, out)
     rules = table_baselines.rule_results(table)
@@ -374,7 +374,7 @@ def discover(table, out, planned):
         if not folder.is_dir():
             continue
         for run_dir in sorted(folder.iterdir()):
-            match = results.SEED_FOLDER.fullmatch(run_dir.name)
+            match = records.SEED_FOLDER.fullmatch(run_dir.name)
             if not match or (row.name, int(match.group(1))) in keys:
                 continue
             if not (run_dir / runs.METRICS).is_file():
