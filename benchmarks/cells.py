@@ -102,6 +102,12 @@ def time_training(make_layer, batch, length, units, steps, jit_compile, takes_id
 def flops_per_step(cell, units):
     """Multiply-adds of the weight matrices one step uses, per example."""
     cell.build((None, units if not getattr(cell, "takes_token_ids", False) else 1))
+    return multiply_adds(cell)
+
+
+def multiply_adds(cell):
+    """Multiply-adds per example of one step of a built `cell`'s weight matrices
+    (`peers.py` counts its models' cells with it too)."""
     if isinstance(cell, zoo.get_cell_class("tensor_rnn")):
         # Every symbol's matrix, or one gathered matrix per example.
         dense = cell.vocab_size <= cell.DENSE_VOCAB_LIMIT

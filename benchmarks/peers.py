@@ -200,15 +200,12 @@ def run_keras(row, shape, cell, units, batches, epochs):
 
 
 def multiply_adds(model):
-    """Multiply-adds per example and step of the recurrent cell's weights.
-
-    The sum of the sizes of its weights of rank 2 or more (as
-    `benchmarks/cells.py` counts a cell's FLOP share): every such weight is
-    one product with the step's input or state.
-    """
-    import math
-
+    """Multiply-adds per example and step of `model`'s recurrent cell, as
+    `benchmarks/cells.py` counts a cell's FLOP share (`cells.multiply_adds`:
+    its weights of rank 2 or more, each one product with the step's input or
+    state)."""
     import keras
+    from cells import multiply_adds as cell_multiply_adds
 
     from zoo.walk import walk_layers
 
@@ -217,7 +214,7 @@ def multiply_adds(model):
         for layer in walk_layers(model)
         if isinstance(layer, keras.layers.RNN)
     )
-    return sum(math.prod(w.shape) for w in cell.trainable_weights if len(w.shape) >= 2)
+    return cell_multiply_adds(cell)
 
 
 def run_torch(row, shape, units, batches, epochs):
