@@ -23,9 +23,9 @@ the best epoch from the second on, in wall and in CPU seconds):
   `training.train` uses, `zoo.default_jit_compile(units, batch, length)` and
   `training.compile_mode.choose_steps` (32 steps a call under XLA, else 1);
 - `keras_loop` (`--keras-loop`): the `xla` row with
-  `zoo.models.tensorflow_loop` and `tensorflow_steps` replaced by the
-  identity before the model is built, i.e. Keras's own TensorFlow loop and
-  train function, as before issue 39's fixes;
+  `zoo.backbone.tensorflow_loop` and `zoo.models.tensorflow_steps` replaced
+  by the identity before the model is built, i.e. Keras's own TensorFlow
+  loop and train function, as before issue 39's fixes;
 - `jax`: the same zoo model under `KERAS_BACKEND=jax`, `jit_compile=True`,
   32 steps a call;
 - `torch`: PyTorch's fused `nn.LSTM` with the same embedding and heads, Adam,
@@ -154,7 +154,7 @@ def run_keras(row, shape, cell, units, batches, epochs):
         shape_of_step = (units, BATCH, length)
         steps = compile_mode.choose_steps("auto", True, shape_of_step, batches).used
     if row == "keras_loop":
-        zoo.models.tensorflow_loop = zoo.models.tensorflow_steps = lambda x: x
+        zoo.backbone.tensorflow_loop = zoo.models.tensorflow_steps = lambda x: x
     keras.utils.set_random_seed(0)
     options = CELL_OPTIONS[cell]
     optimizer = keras.optimizers.Adam(2e-3, clipvalue=15.0)

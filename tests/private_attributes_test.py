@@ -1,13 +1,14 @@
 """Only `zoo/keras_compat.py` touches what Keras keeps private.
 
 Read from the source with `ast` (a comment or a string is not code). Outside
-the compatibility module, a module of zoo/, training/ or tuning/ touches an
-underscored attribute (`x._name` read, written or deleted, or `getattr`,
-`setattr`, `hasattr`, `delattr` with the name written out) only when `_name`
-is the project's own and no library's:
+the compatibility module, a module of zoo/, training/, tuning/ or tests/
+touches an underscored attribute (`x._name` read, written or deleted, or
+`getattr`, `setattr`, `hasattr`, `delattr` with the name written out) only
+when `_name` is the project's own and no library's:
 
-- the project's own: a method or class attribute of one of its classes, or
-  set as `self._name` in one (the compatibility module's do not count);
+- the project's own: a method or class attribute of one of its classes, set
+  as `self._name` in one, or a module's own function, class or constant
+  (the compatibility module's do not count);
 - no library's: the installed Keras and keras-tuner never write `._name` or
   `def _name`. So a class here may not define such a name either: in a
   subclass of a Keras class it would override Keras's private hook (a name
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.layer_lookup_test import SCANNED, sources
 from tests.layering_test import MODULES, ROOT, is_private
 
 COMPAT = "zoo.keras_compat"
@@ -65,6 +67,15 @@ def definitions(tree):
             and node.value.id == "self"
         ):
             yield node.lineno, node.attr
+
+
+def module_names(tree):
+    """The names `tree` defines at its top level: functions, classes, constants."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.Assign):
+            yield from (t.id for t in node.targets if isinstance(t, ast.Name))
 
 
 def touches(tree):
@@ -108,8 +119,10 @@ def keras_src_uses(tree):
 
 
 def own_names(trees):
-    """The private names the classes of `trees` define, less the libraries'."""
+    """The private names `trees` define (their classes' and their own), less
+    the libraries'."""
     names = {name for tree in trees for _, name in definitions(tree)}
+    names |= {name for tree in trees for name in module_names(tree)}
     return {name for name in names if is_private(name)} - library_names()
 
 
@@ -125,32 +138,36 @@ def violations(tree, own):
     return sorted(set(found))
 
 
-def trees():
-    """`{module: its ast}` of every module but the compatibility module."""
-    return {
-        module: ast.parse(path.read_text())
-        for module, path in MODULES.items()
-        if module != COMPAT
-    }
+def scanned():
+    """`{path from the root: its ast}` of every module of `SCANNED` (zoo/,
+    training/, tuning/, tests/) but the compatibility module."""
+    compat = MODULES[COMPAT].relative_to(ROOT)
+    return {path: tree for path, tree in sources().items() if path != compat}
 
 
 def test_no_module_but_the_compatibility_module_touches_a_private_attribute():
-    parsed = trees()
+    parsed = scanned()
     own = own_names(parsed.values())
     wrong = [
-        f"{MODULES[module].relative_to(ROOT)}:{line} {what}"
-        for module, tree in parsed.items()
+        f"{path}:{line} {what}"
+        for path, tree in parsed.items()
         for line, what in violations(tree, own)
     ]
     assert not wrong, (
-        "Private attributes outside zoo/keras_compat.py (move each there):\n"
-        + "\n".join(wrong)
+        "Private attributes outside zoo/keras_compat.py (move each there, or "
+        "use Keras's public API):\n" + "\n".join(wrong)
     )
+
+
+def test_the_scan_reads_the_tests_too():
+    assert {path.parts[0] for path in scanned()} == set(SCANNED)
+    assert Path("tests/training/precision_test.py") in scanned()
+    assert Path("zoo/keras_compat.py") not in scanned()
 
 
 def test_the_compatibility_module_is_what_the_scan_would_flag():
     compat = ast.parse(MODULES[COMPAT].read_text())
-    flagged = {what for _, what in violations(compat, own_names(trees().values()))}
+    flagged = {what for _, what in violations(compat, own_names(scanned().values()))}
     assert {"keras.src", "_flatten_layers", "_initial_epoch", "_oracle"} <= flagged
     assert "defines _maybe_symbolic_build, a name Keras uses" in flagged
 
@@ -179,6 +196,8 @@ def test_the_compatibility_module_is_what_the_scan_would_flag():
         ("from keras import src", {"keras.src"}),
         ("import keras.src.backend", {"keras.src"}),
         ("import keras as k\nk.src.backend.rnn()", {"keras.src"}),
+        ("t._keras_history.operation.name", {"_keras_history"}),
+        ("(clipped,) = optimizer._clip_gradients([gradient])", {"_clip_gradients"}),
     ],
 )
 def test_the_scan_flags_what_keras_keeps_private(source, flagged):
@@ -193,6 +212,7 @@ def test_the_scan_flags_what_keras_keeps_private(source, flagged):
         "class A:\n    def __init__(self):\n        self._cache = {}\n"
         "    def get(self, other):\n        return other._cache",
         "row = point._asdict()",
+        "def _helper():\n    pass\nmodule._helper()",
         "kind = model.__class__",
         "import keras\nkeras.layers.RNN",
     ],

@@ -35,6 +35,7 @@ import math
 import keras
 from keras import ops
 
+import zoo
 from zoo.checks import check_positive_int
 
 # What an accidental hit's logit becomes (TensorFlow adds minus the largest
@@ -165,24 +166,28 @@ class LogUniformSampler(keras.layers.Layer):
 def decoder_of(model):
     """The `Decoder` of a `zoo.language_model`: what it reads, its layer, tied or not.
 
-    The untied decoder is the `Dense` layer `"logits"`; a tied one is the
-    layer `"embedding"` called in reverse before the `"float32_logits"`
-    cast, on the output of the layer before the cast in `model.layers` (a
-    language model is a chain, and a layer called twice, as the tied
-    embedding is, is listed where it is first called). Anything else is a
-    one-line `ValueError`.
+    Found by role (`zoo.model_parts`): the model's one head. An untied
+    decoder is that head, a `Dense` layer; a tied one is the embedding
+    called in reverse before the head, a float32 cast without weights of
+    its own, and reads the output of the layer before the cast in
+    `model.layers` (a language model is a chain, and a layer called twice,
+    as the tied embedding is, is listed where it is first called). Anything
+    else is a one-line `ValueError`.
     """
-    names = [layer.name for layer in model.layers]
-    if "logits" in names:
-        layer = model.get_layer("logits")
-        return Decoder(layer.input, layer, tied=False)
-    if "float32_logits" in names and "embedding" in names:
-        before = model.layers[names.index("float32_logits") - 1]
-        return Decoder(before.output, model.get_layer("embedding"), tied=True)
+    try:
+        parts = zoo.model_parts(model)
+        head = parts.head
+    except ValueError:
+        parts = head = None
+    if isinstance(head, keras.layers.Dense):
+        return Decoder(head.input, head, tied=False)
+    if head is not None and not head.weights and parts.embedding is not None:
+        before = model.layers[model.layers.index(head) - 1]
+        return Decoder(before.output, parts.embedding, tied=True)
     raise ValueError(
         f"A sampled softmax trains a language model's decoder; expected a "
-        f"zoo.language_model (a 'logits' or 'float32_logits' layer), received "
-        f"model {model.name!r}."
+        f"zoo.language_model (one head: a Dense layer or a tied embedding's), "
+        f"received model {model.name!r}."
     )
 
 
@@ -217,8 +222,6 @@ class SampledSoftmaxModel(keras.Model):
         decoder = decoder_of(model)
         super().__init__(model.inputs, model.outputs, name=model.name, **kwargs)
         self.features = keras.Model(model.inputs, decoder.inputs, name="features")
-        self.decoder_name = decoder.layer.name
-        self.tied = decoder.tied
         self.sampler = sampler
 
     def call(self, inputs, training=None, mask=None):
@@ -231,11 +234,11 @@ class SampledSoftmaxModel(keras.Model):
     ):
         if not training:  # y_pred: the whole model's logits
             return super().compute_loss(x, y, y_pred, sample_weight, training=False)
-        decoder = self.get_layer(self.decoder_name)
-        if self.tied:
-            kernel, bias = ops.transpose(decoder.embeddings), None
+        decoder = decoder_of(self)  # the language model's: the layers are shared
+        if decoder.tied:
+            kernel, bias = ops.transpose(decoder.layer.embeddings), None
         else:
-            kernel, bias = decoder.kernel, decoder.bias
+            kernel, bias = decoder.layer.kernel, decoder.layer.bias
         inputs = ops.cast(y_pred, "float32")
         inputs = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (tokens, dim)
         labels = ops.reshape(ops.cast(y, "int32"), (-1,))  # (tokens,)

@@ -1,15 +1,16 @@
 """A Keras 3 model zoo of input-dependent and stack-augmented recurrent cells."""
 
 from zoo import cells
+from zoo.backbone import bidirectional_layer, recurrent_layer
 from zoo.cells import *  # noqa: F403
-from zoo.labeling import bidirectional_layer, classifier, tagger
+from zoo.labeling import classifier, tagger
+from zoo.model_parts import ModelParts, model_parts
 from zoo.models import (
     default_jit_compile,
     hybrid_recognition_loss,
     language_model,
     recognition_targets,
     recognizer,
-    recurrent_layer,
     reset_states,
     trace_recognizer,
 )
@@ -35,6 +36,8 @@ __all__ = [
     "from_preset",
     "language_model",
     "load_preset",
+    "model_parts",
+    "ModelParts",
     "preset_card",
     "recognition_targets",
     "recognizer",

@@ -188,13 +188,12 @@ class MultiWorkerModel(keras.Model):
         # replica's batch.
         if iterator is not None:
             for _, _, batches in iterator:
-                data_batch = keras.tree.map_structure(
-                    self._first_replica, next(batches)
-                )
+                data_batch = keras.tree.map_structure(self.first_replica, next(batches))
                 break
         super()._maybe_symbolic_build(data_batch=data_batch)
 
-    def _first_replica(self, value):
+    def first_replica(self, value):
+        """`value`, or this worker's first replica's where it is per replica."""
         import tensorflow as tf
 
         if isinstance(value, tf.distribute.DistributedValues):

@@ -17,35 +17,12 @@ either direction, no label and no loss.
 
 import keras
 
-from zoo.cells.diffstk_jax import carry_noise_key_on_jax
+from zoo.backbone import masked_token_inputs, recurrent_names, recurrent_stack
 from zoo.checks import check_choice, check_positive_int
 from zoo.layers.pooling import POOLING_MODES, SequencePooling
-from zoo.models import masked_token_inputs, recurrent_layer, variational_dropout
-from zoo.tensorflow_loop import tensorflow_loop
 from zoo.tensorflow_steps import tensorflow_steps
 
 POOLINGS = ("last", *POOLING_MODES)
-
-
-def bidirectional_layer(cell, units, **options):
-    """Returns `keras.layers.Bidirectional` over the sequence layer of `cell`.
-
-    The layer is `recurrent_layer(cell, units, **options)` (a cell's own
-    sequence layer, such as minGRU's, included); Keras makes its backward
-    copy with `go_backwards=True`. With `return_sequences=False` the output
-    is the forward pass's state after the last unmasked token beside the
-    backward pass's state after the first token: each direction's whole
-    reading of the sequence (the lecture's "slight modifications" for
-    classification). Both copies get `tensorflow_loop` and, on JAX, a
-    DiffStk layer's `carry_noise_key_on_jax`, which Keras's copying drops.
-    """
-    name = options.pop("name", None)
-    layer = keras.layers.Bidirectional(
-        recurrent_layer(cell, units, **options), name=name
-    )
-    for direction in (layer.forward_layer, layer.backward_layer):
-        carry_noise_key_on_jax(tensorflow_loop(direction))
-    return layer
 
 
 def _labeler(
@@ -69,22 +46,18 @@ def _labeler(
         raise ValueError(
             f"`bidirectional` must be True or False; received {bidirectional!r}."
         )
-    make_layer = bidirectional_layer if bidirectional else recurrent_layer
-    for index in range(num_layers):
-        # The top layer of a classifier that reads the last state returns it.
-        sequences = pooling != "last" or index < num_layers - 1
-        layer = make_layer(
-            cell,
-            units,
-            return_sequences=sequences,
-            name="recurrent" if index == 0 else f"recurrent_{index}",
-            **dict(cell_options),
-        )
-        x = layer(x, mask=mask)
-        if dropout and sequences:
-            x = variational_dropout(dropout, f"dropout_{index}")(x)
-        elif dropout:
-            x = keras.layers.Dropout(dropout, name=f"dropout_{index}")(x)
+    x = recurrent_stack(
+        x,
+        cell,
+        units,
+        recurrent_names(num_layers),
+        cell_options,
+        dropout,
+        masked=True,
+        mask=mask,
+        bidirectional=bidirectional,
+        last_state=pooling == "last",  # the top layer returns its last state
+    )
     if pooling in POOLING_MODES:
         x = SequencePooling(pooling, name="pooling")(x, mask=mask)
     logits = keras.layers.Dense(num_classes, dtype="float32", name="logits")(x)

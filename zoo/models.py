@@ -8,18 +8,29 @@ al. (2020, section 3) train it to predict at every step both the next symbol
 `model.fit` trains on the hybrid loss with Keras's built-in losses (no custom
 object is needed to load a saved recognizer). `trace_recognizer` returns the
 stack actions of a recognizer built on a stack cell.
+
+Both put their heads on the backbone every builder shares (`zoo.backbone`:
+the embedding, the recurrent layers and the dropout between them);
+`zoo.model_parts` finds the parts of a model built or loaded.
 """
 
 import keras
 from keras import ops
 
 from zoo import keras_compat
-from zoo.cells.diffstk_jax import carry_noise_key_on_jax
+from zoo.backbone import (
+    check_token_id_cell,
+    masked_token_inputs,
+    pass_vocab_size,
+    recurrent_names,
+    recurrent_stack,
+    variational_dropout,
+)
 from zoo.cells.stack_cell import trace_stack
 from zoo.checks import check_number, check_positive_int
 from zoo.devices import gpu_visible
-from zoo.registry import cell_takes_vocab_size, get_cell_class
-from zoo.tensorflow_loop import tensorflow_loop
+from zoo.model_parts import model_parts
+from zoo.registry import get_cell_class
 from zoo.tensorflow_steps import tensorflow_steps
 from zoo.walk import walk_layers
 
@@ -59,28 +70,6 @@ def default_jit_compile(units=None, batch=None, length=None):
     if units is None or batch is None or length is None:
         return False
     return units <= CPU_XLA_MAX_UNITS
-
-
-def recurrent_layer(cell, units, **options):
-    """Returns the sequence layer of the cell registered as `cell`.
-
-    Cells with a sequence layer of their own (minGRU and minLSTM, which scan
-    in parallel) get it; every other cell is wrapped in `keras.layers.RNN`,
-    with the zoo's faster loop on TensorFlow (`tensorflow_loop`) and, on JAX,
-    a DiffStk cell's with `carry_noise_key_on_jax`, for its state noise.
-    Options that `keras.layers.RNN` takes (`return_sequences`,
-    `return_state`, `stateful`, `go_backwards`, `unroll`) go to the layer,
-    the rest to the cell.
-    """
-    rnn_keys = {"return_sequences", "return_state", "stateful", "go_backwards"}
-    rnn_keys |= {"unroll", "name"}
-    rnn_options = {key: options.pop(key) for key in list(options) if key in rnn_keys}
-    cell_class = get_cell_class(cell)
-    sequence_layer = getattr(cell_class, "sequence_layer", None)
-    if sequence_layer is not None:
-        return sequence_layer(units, **rnn_options, **options)
-    layer = keras.layers.RNN(cell_class(units, **options), **rnn_options)
-    return carry_noise_key_on_jax(tensorflow_loop(layer))
 
 
 def reset_states(model):
@@ -124,76 +113,6 @@ def carry_state_on_jax(model):
         for variable in keras.tree.flatten(states):
             keras_compat.carry_variable(layer, variable)
     return model
-
-
-def _pass_vocab_size(cell_class, vocab_size, cell_options):
-    # A cell that reads token ids and sizes itself by the vocabulary
-    # (tensor_rnn) gets the model's; one with a fixed layout (dyck_rnn) not.
-    if cell_takes_vocab_size(cell_class):
-        cell_options.setdefault("vocab_size", vocab_size)
-
-
-def _check_token_id_cell(cell, **settings):
-    """Whether `cell` reads token ids; if so, refuses an embedding or more layers.
-
-    `settings` are the builder's `num_layers`, `embedding_dim` and
-    `tie_embeddings`; a cell that reads ids has none of those.
-    """
-    if not getattr(get_cell_class(cell), "takes_token_ids", False):
-        return False
-    allowed = {"num_layers": 1, "embedding_dim": None, "tie_embeddings": False}
-    if any(settings[key] != allowed[key] for key in settings):
-        expected = ", ".join(f"{key}={allowed[key]!r}" for key in settings)
-        received = ", ".join(f"{key}={value!r}" for key, value in settings.items())
-        raise ValueError(
-            f"Cell {cell!r} reads token ids, so it has no embedding and forms one "
-            f"layer: expected {expected}; received {received}."
-        )
-    return True
-
-
-def variational_dropout(rate, name):
-    """Dropout with one mask per sequence, shared by every time step (Gal &
-    Ghahramani), on `(batch, time, features)`."""
-    return keras.layers.Dropout(rate, noise_shape=(None, 1, None), name=name)
-
-
-def masked_token_inputs(
-    cell, vocab_size, units, embedding_dim, num_layers, dropout, cell_options
-):
-    """The token-id input of a masked builder and what its first layer reads.
-
-    Checks the builder's arguments, then returns `(ids, x, mask)`: `ids`,
-    the int32 `keras.Input` `(batch, time)` named `"tokens"`, 0 as padding;
-    `x`, the ids through an embedding with `mask_zero=True` (and variational
-    `dropout`), or, for a cell that reads token ids, the ids as
-    `(batch, time, 1)` (`cell_options` then get `vocab_size` if the cell
-    takes it); `mask`, None for an embedding (which carries its own), else
-    the padding mask to pass to every recurrent layer. `recognizer`,
-    `zoo.tagger` and `zoo.classifier` start from it.
-    """
-    get_cell_class(cell)  # an unknown name first
-    check_positive_int("vocab_size", vocab_size)
-    check_positive_int("units", units)
-    check_positive_int("num_layers", num_layers)
-    check_number("dropout", dropout, 0, 1, high_open=True)
-    if embedding_dim is not None:
-        check_positive_int("embedding_dim", embedding_dim)
-    takes_ids = _check_token_id_cell(
-        cell, num_layers=num_layers, embedding_dim=embedding_dim
-    )
-    ids = keras.Input(shape=(None,), dtype="int32", name="tokens")
-    if takes_ids:
-        _pass_vocab_size(get_cell_class(cell), vocab_size, cell_options)
-        x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
-        return ids, x, ops.not_equal(ids, 0)
-    embedding = keras.layers.Embedding(
-        vocab_size, embedding_dim or units, mask_zero=True, name="embedding"
-    )
-    x = embedding(ids)
-    if dropout:
-        x = variational_dropout(dropout, "embedding_dropout")(x)
-    return ids, x, None
 
 
 def language_model(
@@ -246,7 +165,7 @@ def language_model(
     >>> model(np.zeros((3, 7), "int32")).shape
     (3, 7, 50)
     """
-    cell_class = get_cell_class(cell)
+    get_cell_class(cell)  # an unknown name first
     check_positive_int("vocab_size", vocab_size)
     check_positive_int("units", units)
     check_positive_int("num_layers", num_layers)
@@ -257,7 +176,7 @@ def language_model(
         check_number(name, rate, 0, 1, high_open=True)
     if stateful:
         check_positive_int("batch_size (required when stateful=True)", batch_size)
-    takes_ids = _check_token_id_cell(
+    takes_ids = check_token_id_cell(
         cell,
         num_layers=num_layers,
         embedding_dim=embedding_dim,
@@ -270,7 +189,7 @@ def language_model(
     )
     embedding = None
     if takes_ids:
-        _pass_vocab_size(cell_class, vocab_size, cell_options)
+        pass_vocab_size(cell, vocab_size, cell_options)
         x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
     else:
         embedding = keras.layers.ReversibleEmbedding(
@@ -279,18 +198,16 @@ def language_model(
         x = embedding(ids)
         if dropout:
             x = variational_dropout(dropout, "embedding_dropout")(x)
-    for index in range(num_layers):
-        x = recurrent_layer(
-            cell,
-            units,
-            return_sequences=True,
-            stateful=stateful,
-            name=f"{cell}_{index}",
-            **dict(cell_options),
-        )(x)
-        rate = dropout if index < num_layers - 1 else output_dropout
-        if rate:
-            x = variational_dropout(rate, f"dropout_{index}")(x)
+    x = recurrent_stack(
+        x,
+        cell,
+        units,
+        recurrent_names(num_layers, cell),
+        cell_options,
+        dropout=dropout,
+        output_dropout=output_dropout,
+        stateful=stateful,
+    )
     if tie_embeddings:
         if units != embedding_dim:
             x = keras.layers.Dense(embedding_dim, use_bias=False, name="projection")(x)
@@ -358,17 +275,10 @@ def recognizer(
     ids, h, mask = masked_token_inputs(
         cell, vocab_size, units, embedding_dim, num_layers, dropout, cell_options
     )
-    for index in range(num_layers):
-        layer = recurrent_layer(
-            cell,
-            units,
-            return_sequences=True,
-            name="recurrent" if index == 0 else f"recurrent_{index}",
-            **dict(cell_options),
-        )
-        h = layer(h, mask=mask)
-        if dropout:
-            h = variational_dropout(dropout, f"dropout_{index}")(h)
+    names = recurrent_names(num_layers)
+    h = recurrent_stack(
+        h, cell, units, names, cell_options, dropout, masked=True, mask=mask
+    )
     outputs = {
         "next_symbol": keras.layers.Dense(
             vocab_size, dtype="float32", name="next_symbol"
@@ -437,7 +347,8 @@ def trace_recognizer(model, ids):
     """Returns the per-step stack actions of a recognizer on a stack cell.
 
     Embeds `ids` `(batch, time)` with the model's embedding and runs
-    `zoo.cells.stack_cell.trace_stack` on its recurrent cell: a dict of
+    `zoo.cells.stack_cell.trace_stack` on the cell of its bottom recurrent
+    layer (both found by `zoo.model_parts`): a dict of
     `"actions"` `(batch, time, num_actions)` (PUSH, POP[, NO-OP]),
     `"stack_top"` `(batch, time, stack_width)` and `"outputs"`. Steps after
     a string's end (padding) are run like any other: read them up to each
@@ -449,6 +360,6 @@ def trace_recognizer(model, ids):
     >>> trace["actions"].shape
     (1, 6, 3)
     """
-    cell = model.get_layer("recurrent").cell
-    embedded = model.get_layer("embedding")(ops.convert_to_tensor(ids, "int32"))
-    return trace_stack(cell, embedded)
+    parts = model_parts(model)
+    embedded = parts.embedding(ops.convert_to_tensor(ids, "int32"))
+    return trace_stack(parts.recurrent[0].cell, embedded)

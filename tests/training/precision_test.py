@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import zoo
 from tests.training.tiny import tiny_recipe
 from training import fitting, recipes, runs, saved_model
 from training.tasks import make_task
@@ -28,7 +29,7 @@ def test_models_compute_in_the_policy_with_float32_weights_and_outputs(kind, pre
     model = make_task(recipe).build_model()
     assert keras.config.dtype_policy().name == "float32"  # restored
     compute = _compute_dtypes(model)
-    heads = {t._keras_history.operation.name for t in keras.tree.flatten(model.outputs)}
+    heads = {layer.name for layer in zoo.model_parts(model).heads.values()}
     low = {name: dtype for name, dtype in compute.items() if name not in heads}
     assert low and set(low.values()) == {precision.removeprefix("mixed_")}
     assert {w.dtype for w in model.weights} == {"float32"}
@@ -68,7 +69,7 @@ def test_mixed_run_reloads_under_either_policy_and_exports_float32(precision, tm
     assert np.isfinite(metrics["test"]["cross_entropy"])
 
     own = runs.load_run(run_dir)
-    assert own.model.layers[-2].dtype_policy.name == precision
+    assert zoo.model_parts(own.model).recurrent[-1].dtype_policy.name == precision
     full = runs.load_run(run_dir, precision="float32")
     assert full.recipe.train.precision == "float32"
     assert {layer.dtype_policy.name for layer in full.model.layers} == {"float32"}

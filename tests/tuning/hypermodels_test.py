@@ -2,6 +2,7 @@ import keras
 import keras_tuner
 import pytest
 
+import zoo
 import zoo.cells.diffstk  # noqa: F401  registers diffstk_*
 import zoo.cells.multi_matrix  # noqa: F401  registers mmrnn, mmlstm
 import zoo.cells.second_order  # noqa: F401  registers second_order_lstm
@@ -35,6 +36,11 @@ def conditions(hp, name):
     return [(c.name, list(c.values)) for c in entry.conditions]
 
 
+def bottom_cell(model):
+    """The cell of `model`'s first recurrent layer."""
+    return zoo.model_parts(model).recurrent[0].cell
+
+
 def test_cell_options_are_conditional_on_the_cells_that_take_them(recipe, task):
     hypermodel = RecurrentHyperModel(
         recipe, cells=["lstm", "mmlstm", "second_order_lstm"], task=task
@@ -48,11 +54,11 @@ def test_cell_options_are_conditional_on_the_cells_that_take_them(recipe, task):
     hp = declared(hypermodel, cell="mmlstm", num_choices=8)
     assert hypermodel.recipe_for(hp).model.options == {"num_choices": 8}
     model = hypermodel.build(hp)
-    assert model.get_layer("mmlstm_0").cell.num_choices == 8
+    assert bottom_cell(model).num_choices == 8
 
     hp = declared(hypermodel, cell="lstm", num_choices=8, num_cells=3)
     assert hypermodel.recipe_for(hp).model.options == {}
-    cell = hypermodel.build(hp).get_layer("lstm_0").cell
+    cell = bottom_cell(hypermodel.build(hp))
     assert isinstance(cell, keras.layers.LSTMCell)
 
 
@@ -80,7 +86,7 @@ def test_recipe_for_sets_the_searched_values(recipe, task):
         "lstm_0",
         "lstm_1",
     ]
-    assert model.get_layer("lstm_0").cell.units == 12
+    assert bottom_cell(model).units == 12
 
 
 def test_single_values_are_fixed_not_searched(recipe, task):
@@ -138,7 +144,7 @@ def test_unreachable_budget_fails_the_trial_not_the_build(recipe, task):
     )
     hp = declared(hypermodel)
     model = hypermodel.build(hp)  # building (also done to explore the space) works
-    assert model.get_layer("mmlstm_0").cell.units == 1
+    assert bottom_cell(model).units == 1
     with pytest.raises(keras_tuner.errors.FailedTrialError, match="budget 100"):
         hypermodel.fit(hp, model)
 
@@ -227,7 +233,7 @@ def test_a_search_covers_taggers_and_classifiers_both_ways(kind):
     assert trial.model.bidirectional is True
     assert trial.model.options == {"stack_depth": 4}
     model = hypermodel.build(hp)
-    layer = model.get_layer("recurrent_1")
+    layer = zoo.model_parts(model).recurrent[1]
     assert isinstance(layer, keras.layers.Bidirectional)
     assert layer.forward_layer.cell.stack_depth == 4
     history = hypermodel.fit(hp, model, epochs=1, verbose=0)
@@ -251,7 +257,7 @@ def test_an_option_no_searched_cell_takes_is_dropped(recipe, task):
     (entry,) = [h for h in hp.space if "bias" in h.name or "stack" in h.name]
     assert (entry.name, list(entry.values)) == ("unit_forget_bias", ["false", "true"])
     assert hypermodel.recipe_for(hp).model.options == {"unit_forget_bias": False}
-    assert hypermodel.build(hp).get_layer("lstm_0").cell.unit_forget_bias is False
+    assert bottom_cell(hypermodel.build(hp)).unit_forget_bias is False
 
 
 def test_values_of_several_types_are_searched_as_json_text():
@@ -274,7 +280,7 @@ def test_values_of_several_types_are_searched_as_json_text():
     options = hypermodel.recipe_for(hp).model.options
     assert options["carry_forward"] is False
     assert hypermodel.decoded("carry_forward", '"hard"') == "hard"
-    cell = hypermodel.build(hp).get_layer("recurrent").cell
+    cell = bottom_cell(hypermodel.build(hp))
     assert cell.carry_forward is False
 
 

@@ -177,9 +177,9 @@ def test_multi_worker_model_is_built_by_fit_through_its_hook():
     builds = []
 
     class Recorded(keras_compat.MultiWorkerModel):
-        def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-            builds.append(iterator is not None)
-            super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        def first_replica(self, value):  # what its build hook reads the batch with
+            builds.append(value.shape)
+            return super().first_replica(value)
 
     x = np.random.default_rng(0).normal(size=(8, FEATURES)).astype("float32")
     y = x.sum(axis=1, keepdims=True)
@@ -195,7 +195,9 @@ def test_multi_worker_model_is_built_by_fit_through_its_hook():
         history = model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
         losses.append(history.history["loss"])
 
-    assert builds == [True]  # Keras still builds through `_maybe_symbolic_build`
+    # Keras still builds the model through the hook MultiWorkerModel overrides
+    # (`_maybe_symbolic_build`), which reads one batch of x and y.
+    assert [tuple(shape) for shape in builds] == [(4, FEATURES), (4, 1)]
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
 
 

@@ -4,6 +4,7 @@ import pytest
 
 import zoo
 from zoo.labeling import classifier, tagger
+from zoo.layers import SequencePooling
 
 VOCAB, UNITS, CLASSES = 7, 4, 3
 # Rows of 5, 3 and 1 tokens, padded with 0 to 6 steps; ids within the Dyck
@@ -31,13 +32,14 @@ def unpadded(model):
 def test_tagger_stacks_bidirectional_layers():
     model = tagger("mlstm", VOCAB, UNITS, CLASSES, num_layers=2, bidirectional=True)
     assert model(IDS).shape == (3, 6, CLASSES)
-    first, second = model.get_layer("recurrent"), model.get_layer("recurrent_1")
+    parts = zoo.model_parts(model)
+    first, second = parts.recurrent
     assert isinstance(first, keras.layers.Bidirectional)
     assert first.forward_layer.go_backwards is False
     assert first.backward_layer.go_backwards is True
     # The second layer reads both directions' states of the first.
     assert second.forward_layer.cell.kernel.shape[0] == 2 * UNITS
-    assert model.get_layer("logits").kernel.shape == (2 * UNITS, CLASSES)
+    assert parts.head.kernel.shape == (2 * UNITS, CLASSES)
 
 
 @pytest.mark.parametrize("bidirectional", [False, True])
@@ -107,12 +109,13 @@ def linear_bidirectional(builder, num_classes):
         activation="linear",
         use_bias=False,
     )
-    layer = model.get_layer("recurrent")
+    parts = zoo.model_parts(model)
+    (layer,) = parts.recurrent
     for direction, decay in ((layer.forward_layer, A), (layer.backward_layer, B)):
         direction.cell.kernel.assign(np.eye(UNITS, dtype="float32"))
         direction.cell.recurrent_kernel.assign(decay * np.eye(UNITS, dtype="float32"))
     states = keras.Model(model.input, layer.output)
-    table = np.asarray(model.get_layer("embedding").embeddings, "float64")
+    table = np.asarray(parts.embedding.embeddings, "float64")
     return model, states, table
 
 
@@ -148,8 +151,10 @@ def test_mean_and_max_pool_the_top_layers_states(pooling):
     model = classifier(
         "mlstm", VOCAB, UNITS, 2, num_layers=2, bidirectional=True, pooling=pooling
     )
-    top = keras.Model(model.input, model.get_layer("recurrent_1").output)(IDS)
-    pooled = keras.Model(model.input, model.get_layer("pooling").output)(IDS)
+    top_layer = zoo.model_parts(model).recurrent[-1]
+    (layer,) = [x for x in model.layers if isinstance(x, SequencePooling)]
+    top = keras.Model(model.input, top_layer.output)(IDS)
+    pooled = keras.Model(model.input, layer.output)(IDS)
     top = np.asarray(top)
     reduce = np.mean if pooling == "mean" else np.max
     expected = np.stack([reduce(top[i, :n], axis=0) for i, n in enumerate(LENGTHS)])
@@ -166,9 +171,10 @@ def test_every_registered_cell_builds_a_bidirectional_tagger_and_classifier(cell
 
 def test_dropout_is_variational_on_states_and_plain_on_the_last_state():
     model = classifier("lstm", VOCAB, UNITS, 2, num_layers=2, dropout=0.3)
-    assert model.get_layer("embedding_dropout").noise_shape == (None, 1, None)
-    assert model.get_layer("dropout_0").noise_shape == (None, 1, None)
-    assert model.get_layer("dropout_1").noise_shape is None  # (batch, features)
+    dropouts = [x for x in model.layers if isinstance(x, keras.layers.Dropout)]
+    embedding, first, top = dropouts
+    assert embedding.noise_shape == first.noise_shape == (None, 1, None)
+    assert top.noise_shape is None  # (batch, features)
     np.testing.assert_array_equal(model(IDS), model(IDS))  # off at inference
 
 
@@ -201,7 +207,7 @@ def test_mixed_precision_computes_low_and_gives_float32_logits():
     finally:
         keras.config.set_dtype_policy(previous)
     for model in models:
-        assert model.get_layer("recurrent").compute_dtype == "bfloat16"
+        assert zoo.model_parts(model).recurrent[0].compute_dtype == "bfloat16"
         logits = model(IDS)
         assert keras.backend.standardize_dtype(logits.dtype) == "float32"
         assert np.all(np.isfinite(logits))

@@ -17,12 +17,16 @@ def setup_function():
     keras.utils.set_random_seed(0)
 
 
+def dropouts(model):
+    """The model's dropout layers, bottom first."""
+    return [layer for layer in model.layers if isinstance(layer, keras.layers.Dropout)]
+
+
 def test_layers_feed_each_other_and_logits_follow_the_last_layer():
     model = language_model("mlstm", VOCAB, UNITS, embedding_dim=5, num_layers=2)
     ids = token_ids()
-    embedding = model.get_layer("embedding")
-    first, second = model.get_layer("mlstm_0"), model.get_layer("mlstm_1")
-    decoder = model.get_layer("logits")
+    parts = zoo.model_parts(model)
+    embedding, (first, second), decoder = parts.embedding, parts.recurrent, parts.head
     hidden = second(first(embedding(ids)))
     np.testing.assert_allclose(model(ids), decoder(hidden), atol=1e-6)
     assert model(ids).shape == (3, 6, VOCAB)
@@ -31,7 +35,7 @@ def test_layers_feed_each_other_and_logits_follow_the_last_layer():
 
 def test_dropout_is_variational_and_off_at_inference():
     model = language_model("lstm", VOCAB, UNITS, dropout=0.5)
-    dropout = model.get_layer("embedding_dropout")
+    dropout = dropouts(model)[0]  # on the embedding
     x = np.ones((4, 7, UNITS), "float32")
     dropped = np.asarray(dropout(x, training=True))
     kept = dropped != 0
@@ -46,9 +50,11 @@ def test_output_dropout_applies_before_the_decoder_only():
     model = language_model("lstm", VOCAB, UNITS, num_layers=2, output_dropout=0.25)
     names = [layer.name for layer in model.layers]
     assert "embedding_dropout" not in names and "dropout_0" not in names
-    assert model.get_layer("dropout_1").rate == 0.25
+    assert [(layer.name, layer.rate) for layer in dropouts(model)] == [
+        ("dropout_1", 0.25)
+    ]
     both = language_model("lstm", VOCAB, UNITS, num_layers=2, dropout=0.5)
-    assert both.get_layer("dropout_1").rate == 0.5  # defaults to `dropout`
+    assert dropouts(both)[-1].rate == 0.5  # defaults to `dropout`
 
 
 def test_tied_embeddings_decode_with_the_transposed_embedding(tmp_path):
@@ -58,8 +64,10 @@ def test_tied_embeddings_decode_with_the_transposed_embedding(tmp_path):
     names = [layer.name for layer in model.layers]
     assert "logits" not in names and "projection" in names
     ids = token_ids()
-    embedding = model.get_layer("embedding")
-    hidden = model.get_layer("projection")(model.get_layer("mrnn_0")(embedding(ids)))
+    parts = zoo.model_parts(model)
+    (projection,) = [x for x in model.layers if isinstance(x, keras.layers.Dense)]
+    embedding, (recurrent,) = parts.embedding, parts.recurrent
+    hidden = projection(recurrent(embedding(ids)))
     expected = np.asarray(hidden) @ np.asarray(embedding.embeddings).T
     np.testing.assert_allclose(model(ids), expected, atol=1e-5)
     path = tmp_path / "tied.keras"
@@ -81,8 +89,9 @@ def test_stateful_model_continues_across_batches():
 
 def test_token_id_cell_reads_ids_directly():
     model = language_model("tensor_rnn", VOCAB, UNITS)
-    assert "embedding" not in [layer.name for layer in model.layers]
-    assert model.get_layer("tensor_rnn_0").cell.vocab_size == VOCAB
+    parts = zoo.model_parts(model)
+    assert parts.embedding is None
+    assert parts.recurrent[0].cell.vocab_size == VOCAB
     assert model(token_ids()).shape == (3, 6, VOCAB)
 
 

@@ -84,7 +84,8 @@ def test_trace_recognizer_returns_stack_actions():
     assert trace["stack_top"].shape == (3, 8, 1)
     np.testing.assert_allclose(np.sum(trace["actions"], -1), 1.0, atol=1e-6)
     # The traced outputs are the model's recurrent outputs on real steps.
-    hidden = keras.Model(model.input, model.get_layer("recurrent").output)(ids)
+    (recurrent,) = zoo.model_parts(model).recurrent
+    hidden = keras.Model(model.input, recurrent.output)(ids)
     assert (ids[:, :2] != 0).all()
     np.testing.assert_allclose(
         np.asarray(trace["outputs"])[:, :2], np.asarray(hidden)[:, :2], atol=1e-5
@@ -118,9 +119,10 @@ def test_any_registered_cell(cell, options):
 
 def test_layers_are_the_cells_sequence_layers():
     model = recognizer("min_gru", VOCAB, 4, num_layers=2, dropout=0.2)
-    layers = [model.get_layer("recurrent"), model.get_layer("recurrent_1")]
-    assert all(type(layer) is zoo.MinGRU for layer in layers)
-    assert model.get_layer("embedding_dropout").rate == 0.2
+    layers = zoo.model_parts(model).recurrent
+    assert len(layers) == 2 and all(type(layer) is zoo.MinGRU for layer in layers)
+    dropouts = [x for x in model.layers if isinstance(x, keras.layers.Dropout)]
+    assert [x.rate for x in dropouts] == [0.2, 0.2, 0.2]  # embedding, each layer
 
 
 def test_save_and_load(tmp_path):

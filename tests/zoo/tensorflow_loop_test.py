@@ -143,12 +143,8 @@ def test_a_noisy_stack_cell_draws_new_noise_at_every_step():
 def test_builders_give_their_layers_the_loop():
     model = zoo.recognizer("lstm", vocab_size=6, units=4)
     tagger = zoo.tagger("gru", 6, 4, 3, bidirectional=True)
-    bidirectional = next(
-        layer
-        for layer in tagger.layers
-        if isinstance(layer, keras.layers.Bidirectional)
-    )
-    layers = [model.get_layer("recurrent")]
+    (bidirectional,) = zoo.model_parts(tagger).recurrent
+    layers = [*zoo.model_parts(model).recurrent]
     layers += [bidirectional.forward_layer, bidirectional.backward_layer]
     for layer in layers:
         assert layer.inner_loop.func.__module__ == "zoo.tensorflow_loop"

@@ -45,8 +45,14 @@ def table_rows(metrics_by_label):
 
 
 def plot(metrics_by_label, path, title="Accuracy by closing distance (LDPA)"):
-    """LDPA against closing distance, one line per run."""
+    """LDPA against closing distance, one line per run, and the oracle's.
+
+    The generator's own next-token distribution (`dyck_oracle`) gives the
+    matching bracket all of the closing mass, so its LDPA is 1 at every
+    distance (its WCPA too): the dashed line.
+    """
     fig, ax = plots.figure(title, "closing distance (tokens)", "LDPA (accuracy)")
+    ax.axhline(1.0, color="grey", linestyle="--", label="oracle (the generator): 1")
     for label, metrics in metrics_by_label.items():
         distances, values, _ = curve(metrics)
         ax.plot(

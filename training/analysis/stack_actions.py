@@ -42,10 +42,11 @@ ACTIONS = ("push", "pop", "no-op")
 def check_stack_recognizer(model):
     """ValueError (one line) unless `model` is a recognizer on a stack cell."""
     try:
-        cell = model.get_layer("recurrent").cell
+        parts = zoo.model_parts(model)
     except ValueError:
-        cell = None
-    if not isinstance(cell, StackCell):
+        parts = None
+    cell = getattr(parts.recurrent[0], "cell", None) if parts else None
+    if not isinstance(cell, StackCell) or parts.embedding is None:
         raise ValueError(
             "The stack analysis needs a recognizer on a stack cell (stack_rnn or "
             f"diffstk_*); this model ({model.name}) has none."

@@ -22,3 +22,14 @@ def test_plot_writes_a_png(tmp_path):
 def test_metrics_without_ldpa_are_refused():
     with pytest.raises(ValueError, match="needs a Dyck run"):
         ldpa.curve({"perplexity": 3.0})
+
+
+def test_plot_draws_the_oracle_at_one(tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr(
+        ldpa.plots, "save", lambda fig, path: figures.append(fig) or path
+    )
+    ldpa.plot({"a": METRICS}, tmp_path / "ldpa.png")
+    lines = figures[0].axes[0].get_lines()
+    oracle = [line for line in lines if line.get_label().startswith("oracle")]
+    assert len(oracle) == 1 and set(oracle[0].get_ydata()) == {1.0}

@@ -39,7 +39,7 @@ def test_second_order_cells_are_compared_pairwise():
         "cell 0 / cell 2",
         "cell 1 / cell 2",
     ]
-    cell = model.get_layer("second_order_lstm_0").cell
+    cell = zoo.model_parts(model).recurrent[0].cell
     kernel = cell.recurrent_kernel.numpy()  # [units, cells * 4 units]
     expected = pabs.principal_angles(kernel[:, :16].T, kernel[:, 16:32].T)
     np.testing.assert_allclose(results[0]["angles"], expected)
@@ -64,7 +64,8 @@ def test_an_lstm_has_one_transition_matrix_and_no_pair_within():
     keras.utils.set_random_seed(4)
     model = zoo.language_model("lstm", 9, 4)
     ((layer, group, matrices),) = pabs.transition_matrices(model)
-    kernel = model.get_layer("lstm_0").cell.recurrent_kernel.numpy()  # [u, 4u]
+    (recurrent,) = zoo.model_parts(model).recurrent
+    kernel = recurrent.cell.recurrent_kernel.numpy()  # [u, 4u]
     assert (layer, group, list(matrices)) == ("lstm_0", "cell", ["recurrent kernel"])
     np.testing.assert_array_equal(matrices["recurrent kernel"], kernel.T)
     with pytest.raises(ValueError, match="has one per layer: compare it with an"):
@@ -97,7 +98,7 @@ def test_cross_angles_pair_each_matrix_with_its_counterpart():
         ("cells", "cell 0", 4),
         ("cells", "cell 1", 4),
     ]
-    a, b = (m.get_layer("second_order_lstm_0").cell.recurrent_kernel for m in models)
+    a, b = (zoo.model_parts(m).recurrent[0].cell.recurrent_kernel for m in models)
     for cell, result in enumerate(results):
         block = slice(16 * cell, 16 * (cell + 1))  # cell s: columns 4u s..4u (s+1)
         expected = numpy_angles(a.numpy()[:, block].T, b.numpy()[:, block].T, 4)
@@ -109,7 +110,8 @@ def test_cross_angles_of_square_choices_use_the_top_half():
     models = seeded_models("mmrnn", 6, (7, 8), num_choices=2)
     results = pabs.cross_angles(*models)
     assert [(r["pair"], r["rank"]) for r in results] == [("W[0]", 3), ("W[1]", 3)]
-    a, b = (m.get_layer("mmrnn_0").cell.choice_kernels.numpy() for m in models)
+    a, b = (zoo.model_parts(m).recurrent[0].cell.choice_kernels for m in models)
+    a, b = a.numpy(), b.numpy()
     expected = numpy_angles(a[:, 6:12].T, b[:, 6:12].T, 3)  # W[1]
     np.testing.assert_allclose(results[1]["angles"], expected, atol=1e-4)
 

@@ -12,8 +12,9 @@ def second_order_model():
     model = zoo.language_model("second_order_lstm", 4, 3, embedding_dim=2, num_cells=2)
     embedding = np.zeros((4, 2), "float32")
     embedding[1], embedding[2] = [1.0, 0.0], [0.0, 1.0]
-    model.get_layer("embedding").embeddings.assign(embedding)
-    cell = model.get_layer("second_order_lstm_0").cell
+    parts = zoo.model_parts(model)
+    parts.embedding.embeddings.assign(embedding)
+    cell = parts.recurrent[0].cell
     cell.attention_kernel.assign(np.array([[-3.0, 3.0], [2.0, -2.0]], "float32"))
     return model
 
@@ -40,8 +41,8 @@ def test_mmlstm_keys_end_in_the_layer_s_final_key_state():
     ids = np.array([[1, 4, 2, 5, 3]])
     ((_, groups, weights),) = routing.routing_weights(model, ids)
     assert groups == ["key i", "key f", "key c", "key o"]
-    layer = model.get_layer("mmlstm_0")
-    embedded = model.get_layer("embedding")(ids)
+    parts = zoo.model_parts(model)
+    (layer,), embedded = parts.recurrent, parts.embedding(ids)
     final = keras.layers.RNN(layer.cell, return_state=True)(embedded)[-1]
     np.testing.assert_allclose(weights[0, -1].reshape(-1), final[0], atol=1e-6)
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-6)

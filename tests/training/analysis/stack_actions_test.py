@@ -27,7 +27,7 @@ def test_pda_actions_of_dyck_and_palindromes():
 def always_push(cell_name, **options):
     keras.utils.set_random_seed(6)
     model = zoo.recognizer(cell_name, 7, 4, stack_depth=8, **options)
-    actions = model.get_layer("recurrent").cell.stack
+    actions = zoo.model_parts(model).recurrent[0].cell.stack
     actions.action_kernel.assign(np.zeros(actions.action_kernel.shape, "float32"))
     bias = np.full(actions.num_actions, -10.0, "float32")
     bias[PUSH] = 10.0

@@ -20,7 +20,7 @@ def preferring(bias):
     """A language model whose next-token logits are `bias`, whatever it read."""
     keras.utils.set_random_seed(7)
     model = zoo.language_model("lstm", len(VOCABULARY), 3)
-    logits = model.get_layer("logits")
+    logits = zoo.model_parts(model).head
     logits.kernel.assign(np.zeros(logits.kernel.shape, "float32"))
     logits.bias.assign(np.asarray(bias, "float32"))
     return model

@@ -6,6 +6,7 @@ from tests.zoo.cells.cell_contract import BATCH, TIME, CellContract
 from tests.zoo.cells.reference import sigmoid
 from zoo.cells.dyck_rnn import DyckRNNCell, dyck_rnn_model, set_designed_weights
 from zoo.layers import DyckReadout
+from zoo.model_parts import model_parts
 
 K, M = 2, 4
 OPEN, CLOSE = 3, 3 + K  # ids of "(" and "[" are 3, 4; of ")" and "]" 5, 6
@@ -18,8 +19,8 @@ def designed_model(m=M, **kwargs):
 
 
 def stack_states(model, ids):
-    cell_layer = model.layers[2]
-    return np.asarray(cell_layer(model.layers[1](np.asarray([ids], "int32"))))[0]
+    (cell_layer,) = model_parts(model).recurrent  # reads the ids as (1, time, 1)
+    return np.asarray(cell_layer(np.asarray([ids], "int32")[..., None]))[0]
 
 
 def test_designed_weights_push_and_pop_exactly():
@@ -57,7 +58,7 @@ def test_dyck_rnn_matches_reference():
 
 def test_fixed_embeddings_and_parameter_count():
     model = dyck_rnn_model(K, M)
-    cell = model.layers[2].cell
+    cell = model_parts(model).recurrent[0].cell
     np.testing.assert_array_equal(
         cell.embeddings.numpy()[:, 0], [0, 0, 0, 1, 2, -1, -2]
     )
@@ -65,7 +66,7 @@ def test_fixed_embeddings_and_parameter_count():
     # The report's 5 parameters for k = 2: W_proj and the readout.
     assert sum(np.prod(w.shape) for w in model.trainable_weights) == 5
     wide = dyck_rnn_model(K, M, embedding_dim=2, trainable_embeddings=True)
-    assert wide.layers[2].cell.units == 2 * M
+    assert model_parts(wide).recurrent[0].cell.units == 2 * M
     assert sum(np.prod(w.shape) for w in wide.trainable_weights) == 7 * 2 + 2 + 6
 
 
