@@ -59,7 +59,7 @@ def main(row, steps, sampled, corpus="wikitext2"):
     model = task.training_model(task.build_model())
     jit = compile_mode.for_task(task).used
     model.compile(
-        optimizer=fitting.make_optimizer(recipe["train"], steps),
+        optimizer=fitting.make_optimizer(recipe.train, steps),
         **task.compile_arguments(),
         jit_compile=jit,
         steps_per_execution=steps if jit else 1,

@@ -81,17 +81,15 @@ class TaskShape:
         """The shape's model for `cell` at `units`, seeded, not compiled."""
         keras.utils.set_random_seed(0)
         task = self.task
-        recipe = {
-            **task.recipe,
-            "model": {
-                **task.recipe["model"],
-                "cell": cell,
-                "units": units,
+        recipe = task.recipe.with_values(
+            {
+                "model.cell": cell,
+                "model.units": units,
                 # Cells that read token ids (tensor_rnn) have no embedding.
-                "embedding_dim": None if reads_ids(cell) else units,
-                "options": {},
-            },
-        }
+                "model.embedding_dim": None if reads_ids(cell) else units,
+                "model.options": {},
+            }
+        )
         return task.with_recipe(recipe).build_model()
 
     def compile_arguments(self):

@@ -71,7 +71,7 @@ def main():
     recipe = recipes.resolve(args.recipe, "paper", args.overrides)
     if args.whole_run:
         return whole_run(recipe, args.whole_run)
-    keras.utils.set_random_seed(recipe["train"]["seed"])
+    keras.utils.set_random_seed(recipe.train.seed)
     task = make_task(recipe)
     data, data_callbacks = task.train_data()
     steps_per_epoch = int(data.cardinality())
@@ -83,7 +83,7 @@ def main():
             weights = weights or model.get_weights()
             model.set_weights(weights)
             model.compile(
-                optimizer=fitting.make_optimizer(recipe["train"], steps_per_epoch),
+                optimizer=fitting.make_optimizer(recipe.train, steps_per_epoch),
                 **task.compile_arguments(),
                 jit_compile=mode == "xla",
                 steps_per_execution=count,
@@ -92,7 +92,7 @@ def main():
             callbacks = [
                 *runs.run_directory_callbacks(folder, "loss"),
                 *data_callbacks,
-                *fitting.schedule_callbacks(recipe["train"], "loss"),
+                *fitting.schedule_callbacks(recipe.train, "loss"),
             ]
             models[f"{mode} x{count}"] = (model, callbacks)
     print(

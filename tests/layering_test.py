@@ -51,15 +51,15 @@ FLOORS = (
     ("data", "generating and reading data; no model", ("training.data.*",)),
     (
         "core",
-        "what a task and a fit are made of: recipes, metrics, callbacks, "
-        "compiled scoring, the compile-and-fit path",
+        "what a task and a fit are made of: the recipe loader and training "
+        "options, metrics, callbacks, compiled scoring, the compile-and-fit path",
         (
             "training",
             "training.backends",
             "training.plots",
             "training.compiled",
             "training.recipe_files",
-            "training.recipes",
+            "training.config.*",
             "training.file_schema",
             "training.metrics",
             "training.scoring",
@@ -72,8 +72,9 @@ FLOORS = (
     ),
     (
         "tasks",
-        "one class per task kind: data, model, evaluation",
-        ("training.tasks.*",),
+        "one class per task kind: its recipe section, data, model, evaluation; "
+        "the recipes of those kinds",
+        ("training.tasks.*", "training.recipes"),
     ),
     (
         "runs",

@@ -15,7 +15,6 @@ the record's own cross-entropy. `record.json` lists the keys added
     python -m training.reproduce --backfill [--results DIR]
 """
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +68,7 @@ def dyck_oracle_metrics(recipe, metrics, where="record", task=None):
 
 def _data_key(recipe):
     """What a Dyck task's splits depend on: the task table and the seed."""
-    return json.dumps([recipe["task"], recipe["train"]["seed"]], sort_keys=True)
+    return repr((recipe.task, recipe.train.seed))
 
 
 def backfill(results, report=print):
@@ -88,7 +87,7 @@ def backfill(results, report=print):
         recipe = runs.read_recipe(path)
         metrics = runs.read_json(folder / runs.METRICS)
         splits = [s for s in ("valid", "test") if isinstance(metrics.get(s), dict)]
-        if recipe["task"]["kind"] != "dyck" or all(
+        if recipe.task.kind != "dyck" or all(
             "oracle_perplexity" in metrics[s] for s in splits
         ):
             continue

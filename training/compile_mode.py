@@ -110,9 +110,7 @@ def choose(setting, units, batch, length):
 def for_task(task: TrainableTask):
     """The `Choice` for a task's training step (`task.train_shape()`)."""
     recipe = task.recipe
-    return choose(
-        recipe["train"]["jit_compile"], recipe["model"]["units"], *task.train_shape()
-    )
+    return choose(recipe.train.jit_compile, recipe.model.units, *task.train_shape())
 
 
 def choose_steps(setting, jit_compile, shape, steps_per_epoch=None, divide=()):
@@ -171,23 +169,23 @@ def steps_for_task(task: TrainableTask, jit_compile):
     `training.recipes` refuses a count above 1 with).
     """
     recipe = task.recipe
-    train = recipe["train"]
-    if train["steps_per_execution"] == "auto" and train["distribute"] != "none":
-        reason = f"auto: one step a call with train.distribute={train['distribute']}"
+    train = recipe.train
+    if train.steps_per_execution == "auto" and train.distribute != "none":
+        reason = f"auto: one step a call with train.distribute={train.distribute}"
         return Choice(1, reason)
     epoch_steps = task.epoch_steps()
-    if train["max_steps_per_epoch"]:
-        steps = train["max_steps_per_epoch"]
+    if train.max_steps_per_epoch:
+        steps = train.max_steps_per_epoch
     elif epoch_steps is not None:  # a curriculum's: the shortest epoch's
         steps = min(epoch_steps)
     else:
         dataset, _ = task.train_data()
         steps = int(dataset.cardinality())
-    divide = [train[key] for key in ("max_steps_per_epoch", "reset_every")]
+    divide = [train.max_steps_per_epoch, train.reset_every]
     return choose_steps(
-        train["steps_per_execution"],
+        train.steps_per_execution,
         jit_compile,
-        (recipe["model"]["units"], *task.train_shape()),
+        (recipe.model.units, *task.train_shape()),
         steps if steps > 0 else None,  # cardinality -1 or -2: infinite, unknown
         [count for count in divide if count is not None],
     )

@@ -12,17 +12,18 @@ of a traceback or a wrong number later:
 
 A schema is made of a few pieces: `Number`, `Text`, `Name`, `Flag`,
 `ListOf`, `Table`, `Either`, `Measures` (a file's metrics) and `Recipe` (a
-saved recipe, whose values `training.recipes.check` checks, as it checks
-every recipe that is resolved). `check(value, schema, path, error)` returns
-the value (a recipe with the keys added since at their defaults) or raises
-`error` with that line. The schemas of the files are at the end.
+saved recipe, read and checked as every recipe that is resolved is).
+`check(value, schema, path, error)` returns the value (a recipe as a
+`training.config.recipe_loader.Recipe`) or raises `error` with that line.
+The schemas of the files are at the end.
 """
 
 import dataclasses
 import math
 import re
 
-from training import recipes
+from training.config.recipe_loader import SECTIONS
+from training.recipe_files import SCALES
 
 
 class FileError(ValueError):
@@ -259,40 +260,38 @@ class Measures:
         return Number(nullable=True).check(value, where)
 
 
+@dataclasses.dataclass
 class Recipe:
-    """A resolved recipe as a run saved it: `training.recipes.check`'s checks.
+    """A resolved recipe as a run saved it, read by `load`.
 
-    Keys added to `training.recipes.DEFAULTS` since the run was trained are
-    set to their defaults (`recipes.with_defaults`); an unknown key is refused.
+    `load` (`training.recipes.from_saved`) turns the checked shape into a
+    `training.config.recipe_loader.Recipe`, refusing what `resolve` refuses
+    in one line (a `ValueError`); keys added since the run was trained
+    take their defaults.
     """
+
+    load: object
 
     expected = "a recipe (the resolved recipe python -m training.train saves)"
 
     def check(self, value, where):
-        sections = {
-            section: Table({key: _ANY for key in defaults})
-            for section, defaults in recipes.DEFAULTS.items()
-            if isinstance(defaults, dict)
-        }
         shape = Table(
             {
                 "name": Text(),
-                "scale": Text(recipes.SCALES),
+                "scale": Text(SCALES),
                 "description": Text(),
                 "source": Text(),
-                **sections,
+                **{section: Table(others=_ANY) for section in SECTIONS},
             },
-            required=("name", "scale", "description", "source", *sections),
+            required=("name", "scale", "description", "source", *SECTIONS),
         )
-        recipe = recipes.with_defaults(shape.check(value, where))
         try:
-            recipes.check(recipe)
-        except recipes.RecipeError as error:
+            return self.load(shape.check(value, where))
+        except ValueError as error:
             prefix = f"{where}: " if where else ""
             raise _Mismatch(
                 where, None, message=f"{prefix}{error}".rstrip(".")
             ) from None
-        return recipe
 
 
 class _Any:

@@ -51,20 +51,20 @@ def distribution_strategy(train):
     `backends.NoStrategy`); the others are a one-line `ValueError`.
     """
     if not backends.is_tensorflow():
-        if train["distribute"] != "none":
+        if train.distribute != "none":
             raise ValueError(
-                f"train.distribute={train['distribute']!r} uses tf.distribute, "
+                f"train.distribute={train.distribute!r} uses tf.distribute, "
                 f"which needs the TensorFlow backend; received the "
                 f"{backends.name()} backend (KERAS_BACKEND): use "
                 "train.distribute=none there."
             )
         return backends.NoStrategy()
-    if train["distribute"] == "mirrored":
+    if train.distribute == "mirrored":
         devices = tf.config.list_logical_devices("GPU") or (
             tf.config.list_logical_devices("CPU")
         )
         return tf.distribute.MirroredStrategy([device.name for device in devices])
-    if train["distribute"] == "multi_worker":
+    if train.distribute == "multi_worker":
         if "TF_CONFIG" not in os.environ:
             raise ValueError(
                 "train.distribute='multi_worker' reads the cluster from TF_CONFIG; "
@@ -80,12 +80,12 @@ def is_chief(train):
     It does unless `train.distribute` is `"multi_worker"` and `TF_CONFIG`
     names it a worker other than worker 0 of a cluster without a chief.
     """
-    if train["distribute"] != "multi_worker":
+    if train.distribute != "multi_worker":
         return True
-    config = json.loads(os.environ.get("TF_CONFIG", "{}"))
-    task = config.get("task", {})
-    kind, index = task.get("type", "chief"), task.get("index", 0)
-    has_chief = "chief" in config.get("cluster", {})
+    cluster = json.loads(os.environ.get("TF_CONFIG", "{}"))
+    this = cluster.get("task", {})  # this process's place in the cluster
+    kind, index = this.get("type", "chief"), this.get("index", 0)
+    has_chief = "chief" in cluster.get("cluster", {})
     return kind == "chief" or (kind == "worker" and index == 0 and not has_chief)
 
 
@@ -97,27 +97,27 @@ def make_optimizer(train, steps_per_epoch):
     magnitude of 15") and replaces `train.clipnorm`, the global-norm clip.
 
     Args:
-        train: The recipe's `train` table.
+        train: The recipe's `TrainOptions` (`recipe.train`).
         steps_per_epoch: Training steps per epoch, or a sequence of each
             epoch's (`Task.epoch_steps`), which the linear decay of
             `train.final_learning_rate` (Krause et al. 2016) spreads over.
     """
-    learning_rate = train["learning_rate"]
-    if train["final_learning_rate"] is not None:
+    learning_rate = train.learning_rate
+    if train.final_learning_rate is not None:
         if isinstance(steps_per_epoch, int):
-            total = train["epochs"] * steps_per_epoch
+            total = train.epochs * steps_per_epoch
         else:
-            epochs = range(train["epochs"])
+            epochs = range(train.epochs)
             total = sum(steps_of(steps_per_epoch, epoch) for epoch in epochs)
         learning_rate = keras.optimizers.schedules.PolynomialDecay(
             learning_rate,
             decay_steps=max(1, total),
-            end_learning_rate=train["final_learning_rate"],
+            end_learning_rate=train.final_learning_rate,
             power=1.0,
         )
-    if train["clipvalue"] is not None:
-        return keras.optimizers.Adam(learning_rate, clipvalue=train["clipvalue"])
-    return keras.optimizers.Adam(learning_rate, global_clipnorm=train["clipnorm"])
+    if train.clipvalue is not None:
+        return keras.optimizers.Adam(learning_rate, clipvalue=train.clipvalue)
+    return keras.optimizers.Adam(learning_rate, global_clipnorm=train.clipnorm)
 
 
 def steps_of(epoch_steps, epoch):
@@ -129,23 +129,23 @@ def schedule_callbacks(train, monitor):
     """The callbacks that steer training: stopping, learning rate, temperature."""
     callbacks = [
         keras.callbacks.EarlyStopping(
-            monitor=monitor, patience=train["early_stopping_patience"]
+            monitor=monitor, patience=train.early_stopping_patience
         ),
         keras.callbacks.TerminateOnNaN(),
     ]
-    if train["reduce_lr_patience"] is not None:
+    if train.reduce_lr_patience is not None:
         callbacks.append(
             keras.callbacks.ReduceLROnPlateau(
                 monitor=monitor,
-                factor=train["reduce_lr_factor"],
-                patience=train["reduce_lr_patience"],
+                factor=train.reduce_lr_factor,
+                patience=train.reduce_lr_patience,
             )
         )
-    if train["stop_below_loss"] is not None:
-        callbacks.append(StopBelowLoss(train["stop_below_loss"], monitor))
-    if train["temperature_factor"] is not None:
+    if train.stop_below_loss is not None:
+        callbacks.append(StopBelowLoss(train.stop_below_loss, monitor))
+    if train.temperature_factor is not None:
         callbacks.append(
-            TemperatureAnnealing(train["temperature_factor"], train["temperature_min"])
+            TemperatureAnnealing(train.temperature_factor, train.temperature_min)
         )
     return callbacks
 
@@ -213,15 +213,15 @@ def fit(
             f"The task's data decide {', '.join(refused)}; expected none of "
             f"{', '.join(DATA_ARGUMENTS)}, received {', '.join(refused)}."
         )
-    train = task.recipe["train"]
+    train = task.recipe.train
     if not backends.is_tensorflow():
         strategy = distribution_strategy(train)  # refuses tf.distribute's
     else:
         strategy = model.distribute_strategy  # the one it was built under
-    if train["distribute"] != "none" and strategy is tf.distribute.get_strategy():
+    if train.distribute != "none" and strategy is tf.distribute.get_strategy():
         if not tf.distribute.has_strategy():  # built and fitted with no strategy
             raise ValueError(
-                f"train.distribute={train['distribute']!r} needs the model built "
+                f"train.distribute={train.distribute!r} needs the model built "
                 "in fitting.distribution_strategy(train).scope(); received one "
                 "built outside any strategy."
             )
@@ -231,7 +231,7 @@ def fit(
         steps_per_execution = compile_mode.steps_for_task(task, jit_compile).used
     compile_mode.configure_determinism(jit_compile)
     train_data, data_callbacks = task.train_data()
-    steps = train["max_steps_per_epoch"]
+    steps = train.max_steps_per_epoch
     epoch_steps = task.epoch_steps() if steps is None else None
     if steps is not None:  # the task's data are an endless stream
         steps_per_epoch = steps
@@ -239,7 +239,7 @@ def fit(
         steps_per_epoch = epoch_steps
     else:
         steps_per_epoch = int(train_data.cardinality())
-    if train["distribute"] == "multi_worker":  # keras-team/keras#20585
+    if train.distribute == "multi_worker":  # keras-team/keras#20585
         with strategy.scope():
             model = keras_compat.MultiWorkerModel(
                 model.inputs, model.outputs, name=model.name
@@ -247,7 +247,7 @@ def fit(
     with strategy.scope():  # the optimizer's variables live where the model's do
         model = task.training_model(model)
         optimizer = make_optimizer(train, steps_per_epoch)
-        if train["precision"] == "mixed_float16":  # float16 gradients underflow
+        if train.precision == "mixed_float16":  # float16 gradients underflow
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         model.compile(
             optimizer=optimizer,
@@ -268,7 +268,7 @@ def fit(
         backup.track(callbacks)
     arguments = {
         "validation_data": task.validation_data(),
-        "epochs": fit_kwargs.pop("epochs", train["epochs"]),
+        "epochs": fit_kwargs.pop("epochs", train.epochs),
         "shuffle": False,  # the task's dataset shuffles, by epoch
         "verbose": verbose,
         **fit_kwargs,

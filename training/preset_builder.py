@@ -49,12 +49,12 @@ def retrain_command(recipe, table=None, row=None):
     """
     from training import recipes
 
-    seed = f"train.seed={recipe['train']['seed']}"
+    seed = f"train.seed={recipe.train.seed}"
     if row is not None:
         name, scale = row.recipe, row.scale
         overrides = [*row.overrides, seed]
-    elif recipe["name"] in recipes.available_recipes():
-        name, scale = recipe["name"], recipe["scale"]
+    elif recipe.name in recipes.available_recipes():
+        name, scale = recipe.name, recipe.scale
         base = recipes.resolve(name, scale)
         overrides = [
             _override(path, value)
@@ -76,22 +76,27 @@ def retrain_command(recipe, table=None, row=None):
     return ["python", "-m", "training.train", name, *overrides, "--scale", scale]
 
 
-def _differences(base, recipe, prefix=()):
+def _differences(base, recipe):
     """`[(path, value)]` where `recipe` differs from `base` (options whole)."""
+    return _table_differences(base.to_dict(), recipe.to_dict())
+
+
+def _table_differences(base, tables, prefix=()):
     found = []
-    for key in sorted(set(base) | set(recipe)):
-        path, value = (*prefix, key), recipe.get(key)
+    for key in sorted(set(base) | set(tables)):
+        path, value = (*prefix, key), tables.get(key)
         if isinstance(value, dict) and key != "options":
-            found += _differences(base.get(key, {}), value, path)
+            found += _table_differences(base.get(key, {}), value, path)
         elif value != base.get(key):
             found.append((path, value))
     return found
 
 
 def _at(recipe, path):
+    tables = recipe.to_dict()
     for key in path:
-        recipe = recipe.get(key) if isinstance(recipe, dict) else None
-    return recipe
+        tables = tables.get(key) if isinstance(tables, dict) else None
+    return tables
 
 
 def _override(path, value):
@@ -104,20 +109,6 @@ def _override(path, value):
         except json.JSONDecodeError:
             pass
     return f"{'.'.join(path)}={text}"
-
-
-def task_summary(recipe):
-    """What the model does, in a few words."""
-    task = recipe["task"]
-    dyck = f"Dyck-({task['k']}, {task['m']})"
-    return {
-        "closing_bracket": f"closing-bracket prediction on {dyck}",
-        "dyck": f"language model on {dyck}",
-        "recognition": f"recognition of {task['language']}",
-        "language_model": f"{task['level']}-level language model on {task['corpus']}",
-        "dyck_depth": f"stack-depth tagging of {dyck}",
-        "acceptability": "acceptability classification of BLiMP's sentences",
-    }[task["kind"]]
 
 
 def tolerance_for(value, count, fresh_count):
@@ -142,7 +133,7 @@ def remeasure_plan(recipe, metrics, key, tolerance=None):
             f"SPLIT.NAME with SPLIT one of: {splits}."
         )
     split = key.split(".")[0]
-    kind = recipe["task"]["kind"]
+    kind = recipe.task.kind
     plan = {"metric": key, "value": value, "fresh_data": kind not in READ_DATA}
     if plan["fresh_data"]:
         plan["data_seed"] = FRESH_SEED
@@ -158,15 +149,18 @@ def remeasure_plan(recipe, metrics, key, tolerance=None):
 
 def fresh_recipe(recipe, plan):
     """`recipe` made to generate the data a card's metric is re-measured on."""
-    recipe = json.loads(json.dumps(recipe))
     if not plan["fresh_data"]:
         return recipe
-    recipe["train"]["seed"] = plan["data_seed"]
+    values = {"train.seed": plan["data_seed"]}
     if "sequences" in plan:  # Dyck: only the test split is used, at this size
-        recipe["task"].update(
-            train_sequences=1, dev_sequences=1, test_sequences=plan["sequences"]
+        values.update(
+            {
+                "task.train_sequences": 1,
+                "task.dev_sequences": 1,
+                "task.test_sequences": plan["sequences"],
+            }
         )
-    return recipe
+    return recipe.with_values(values)
 
 
 def remeasure(preset):
@@ -277,7 +271,7 @@ def save_preset(
         }
     command = retrain_command(recipe, table, row)
     plan = remeasure_plan(
-        recipe, metrics, metric or REMEASURED[recipe["task"]["kind"]], tolerance
+        recipe, metrics, metric or REMEASURED[recipe.task.kind], tolerance
     )
     run = runs.load_run(source, precision="float32")
     partial = run_dirs.scratch_beside(path, "preset target")
@@ -287,13 +281,13 @@ def save_preset(
         card = {
             "name": name,
             # A table row's recipe file describes its default cell, not the row's.
-            "description": recipe["description"]
+            "description": recipe.description
             if table_entry is None
             else f"{table_entry['title']}, row {table_entry['row']}",
-            "task": task_summary(recipe),
-            "cell": recipe["model"]["cell"],
+            "task": recipe.task.summary(),
+            "cell": recipe.model.cell,
             "command": None if command is None else shlex.join(command),
-            "seed": recipe["train"]["seed"],
+            "seed": recipe.train.seed,
             "table": table_entry,
             "parameters": {"total": run.model.count_params(), "trainable": trainable},
             "size_bytes": (partial / runs.BEST).stat().st_size,
@@ -329,7 +323,7 @@ def _write_run_files(source, partial, run, recipe):
     from training import runs
 
     run.model.save(partial / runs.BEST)
-    runs.write_json(partial / runs.RECIPE, recipe)
+    runs.write_json(partial / runs.RECIPE, recipe.to_dict())
     run.task.vocabulary.conventions = run.tokenizer.conventions
     (partial / runs.VOCABULARY).write_text(run.task.vocabulary.to_json())
     shutil.copyfile(source / runs.METRICS, partial / runs.METRICS)
@@ -367,7 +361,7 @@ def model_card(card, recipe, metrics):
         card["description"],
         "",
         f"- Task: {card['task']}",
-        f"- Cell: `{card['cell']}`, {recipe['model']['units']} units; "
+        f"- Cell: `{card['cell']}`, {recipe.model.units} units; "
         f"{parameters['total']:,} parameters ({parameters['trainable']:,} "
         "trainable)",
         f"- Seed: {card['seed']}",

@@ -108,13 +108,14 @@ def _without_none(table):
 def recipe_content(recipe):
     """What the recipe file of a resolved recipe holds, as `tomllib` reads it.
 
-    Its description, source and `RECIPE_SECTIONS` tables with every `None`
-    ("not set", which is the default of such a key) left out; `model.options`
-    only when it sets an option.
+    Its description, source and `RECIPE_SECTIONS` tables (`recipe.tables()`:
+    the keys of its kind) with every `None` ("not set", which is the default
+    of such a key) left out; `model.options` only when it sets an option.
     """
-    content = {"description": recipe["description"], "source": recipe["source"]}
+    tables = recipe.tables()
+    content = {key: tables[key] for key in ("description", "source")}
     for section in RECIPE_SECTIONS:
-        values = _without_none(recipe[section])
+        values = _without_none(tables[section])
         if section == "model" and not values.get("options"):
             values.pop("options", None)
         content[section] = values

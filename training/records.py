@@ -47,6 +47,7 @@ from training import (
     compile_mode,
     file_schema,
     history,
+    recipes,
     runs,
     table_baselines,
     table_schema,
@@ -174,7 +175,7 @@ def copy_record(source, target, results):
 
 
 def _key(recipe):
-    return json.dumps(recipe, sort_keys=True)
+    return json.dumps(recipe.to_dict(), sort_keys=True)
 
 
 def backend_of(metrics):
@@ -301,7 +302,7 @@ def read_record(folder, run, results, quantities=()):
             another recipe than `run` asks for (the table changed since).
     """
     folder = Path(folder)
-    recipe = _read(folder, runs.RECIPE, file_schema.Recipe())
+    recipe = _read(folder, runs.RECIPE, file_schema.Recipe(recipes.from_saved))
     metrics = _read(folder, runs.METRICS, file_schema.METRICS)
     timing = _read(folder, TIMING, file_schema.TIMING, required=False) or {}
     record = _read(folder, RECORD, file_schema.RECORD)

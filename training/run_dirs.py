@@ -262,7 +262,7 @@ def read_backup(recipe, folder):
     """
     path = Path(folder) / BACKUP
     metadata = RunBackup.read_metadata(
-        path, epochs=recipe["train"]["epochs"], log_path=Path(folder) / LOG
+        path, epochs=recipe.train.epochs, log_path=Path(folder) / LOG
     )
     facts = (metadata or {}).get("facts") or {}  # an object: checked there
     for key, used in ((JIT_COMPILE, "true or false"), (STEPS_PER_EXECUTION, ">= 1")):

@@ -74,12 +74,19 @@ class Run(collections.namedtuple("Run", ["recipe", "tokenizer", "task", "model"]
 
 
 def read_recipe(path):
-    """The resolved recipe a run saved at `path`, keys added since at their defaults.
+    """The `Recipe` a run saved at `path`, keys added since at their defaults.
 
     A one-line `RunError` naming the file and the field unless it is a recipe
-    (`training.file_schema.Recipe`: every check of `recipes.check`).
+    (`training.file_schema.Recipe`: every check `recipes.resolve` makes),
+    in its typed form or the full form of runs from before it.
     """
-    return file_schema.check(read_json(path), file_schema.Recipe(), path, RunError)
+    return _recipe(read_json(path), path)
+
+
+def _recipe(value, path):
+    return file_schema.check(
+        value, file_schema.Recipe(recipes.from_saved), path, RunError
+    )
 
 
 def is_preset(run_dir):
@@ -187,8 +194,8 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
         )
     run_dir = Path(run_dir)
     _refuse_file(run_dir)
-    strategy = fitting.distribution_strategy(recipe["train"])  # before other ops
-    if fitting.is_chief(recipe["train"]):
+    strategy = fitting.distribution_strategy(recipe.train)  # before other ops
+    if fitting.is_chief(recipe.train):
         return _train_in(recipe, Path(run_dir), strategy, verbose, callbacks)
     # A multi-worker run's other workers write to a temporary directory of their
     # own, as the tf.distribute guide prescribes; only the chief's is kept.
@@ -272,7 +279,7 @@ def _fit_in(recipe, task, model, folder, backup, verbose, callbacks):
     compile_mode.configure_determinism(jit.used)
     folder.mkdir(exist_ok=True)
     (folder / METRICS).unlink(missing_ok=True)  # from before a legacy resume
-    write_json(folder / RECIPE, recipe)
+    write_json(folder / RECIPE, recipe.to_dict())
     log = folder / LOG
     if backup is None:  # an unfinished run starts afresh
         log.unlink(missing_ok=True)
@@ -332,7 +339,7 @@ def _seeded_start(recipe, strategy=None, vocabulary=None):
     a saved `vocabulary` gives the same draws as the data; nor does a
     strategy's scope, so one is not needed to repeat them.
     """
-    keras.utils.set_random_seed(recipe["train"]["seed"])
+    keras.utils.set_random_seed(recipe.train.seed)
     task = make_task(recipe, vocabulary=vocabulary)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         model = task.build_model()
@@ -393,7 +400,7 @@ def load_best(task, path):
 def for_evaluation(task, model):
     """`model` (with its trained weights) as the task evaluates it: with
     `train.eval_temperature`, every second-order cell set to that tau."""
-    temperature = task.recipe["train"]["eval_temperature"]
+    temperature = task.recipe.train.eval_temperature
     if temperature is not None:
         zoo.set_temperature(model, temperature)
     return model
@@ -471,22 +478,18 @@ def load_run(run_dir, precision=None):
     Args:
         run_dir: The run directory.
         precision: The dtype policy to rebuild the model under (one of
-            `training.recipes.PRECISIONS`), e.g. `"float32"` for a run trained
-            in mixed precision; the run's `recipe` and `task` then carry it.
+            `training.config.train_options.PRECISIONS`), e.g. `"float32"` for
+            a run trained in mixed precision; the run's `recipe` and `task`
+            then carry it.
             Default: the run's own `train.precision`.
     """
     run_dir = check_run(run_dir)
     with _loader_errors():
         loader = zoo.presets.PresetLoader(run_dir)
         config = loader.config()
-    recipe = file_schema.check(config, file_schema.Recipe(), run_dir / RECIPE, RunError)
-    if precision is not None:
-        if precision not in recipes.PRECISIONS:
-            raise ValueError(
-                f"Unknown precision {precision!r}; expected one of: "
-                f"{', '.join(recipes.PRECISIONS)}."
-            )
-        recipe["train"]["precision"] = precision
+    recipe = _recipe(config, run_dir / RECIPE)
+    if precision is not None:  # a `RecipeError` (ValueError) unless one of them
+        recipe = recipe.with_values({"train.precision": precision})
     with _loader_errors():
         task = make_task(recipe, vocabulary=_vocabulary(loader))
         model = loader.load_model(task.build_model(stateful=False))

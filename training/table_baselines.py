@@ -102,13 +102,9 @@ def recognition_data(table):
     found = {}
     for row in table.rows:
         recipe = table_schema.make_run(table, row, 0, "unused").recipe
-        task = recipe["task"]
-        if task["kind"] == "recognition":
-            found[row.name] = (
-                task["language"],
-                task["split_scale"],
-                task["hard_negatives"],
-            )
+        task = recipe.task
+        if task.kind == "recognition":
+            found[row.name] = (task.language, task.split_scale, task.hard_negatives)
     return found
 
 

@@ -99,7 +99,7 @@ class Run:
     row: Row
     seed: int
     run_dir: Path
-    recipe: dict
+    recipe: object  # a `training.recipes.Recipe`, resolved by `make_run`
 
     @property
     def overrides(self):
@@ -309,7 +309,7 @@ def plan(table, out, seeds, only=()):
 
 def make_run(table, row, seed, out):
     """The `Run` of `row` at `seed` in `OUT/runs/ROW/seed-SEED`, recipe resolved."""
-    run = Run(row, seed, Path(out) / "runs" / row.name / f"seed-{seed}", {})
+    run = Run(row, seed, Path(out) / "runs" / row.name / f"seed-{seed}", None)
     try:
         recipe = recipes.resolve(row.recipe, row.scale, run.overrides)
     except recipes.RecipeError as error:

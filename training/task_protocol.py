@@ -10,6 +10,8 @@ the fit path imports it and no task module.
 
 import typing
 
+from training.config.recipe_loader import Recipe
+
 
 @typing.runtime_checkable
 class TrainableTask(typing.Protocol):
@@ -22,11 +24,11 @@ class TrainableTask(typing.Protocol):
     seeds) as several tasks would.
     """
 
-    recipe: dict
+    recipe: Recipe
     """The resolved recipe (`training.recipes.resolve`). `fit` reads its
-    `train` table (optimizer, epochs, schedule, distribution, precision);
-    `compile_mode` its `train.jit_compile`, `train.steps_per_execution` and
-    `model.units`."""
+    `train` section (`TrainOptions`: optimizer, epochs, schedule,
+    distribution, precision); `compile_mode` its `train.jit_compile`,
+    `train.steps_per_execution` and `model.units`."""
 
     monitor: str
     """The epoch-log column that `EarlyStopping` and `ReduceLROnPlateau`

@@ -98,7 +98,7 @@ def _train_and_export(args, run_dir):
     recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
     verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
     metrics = runs.train_run(recipe, run_dir, verbose=verbose)
-    if not fitting.is_chief(recipe["train"]):
+    if not fitting.is_chief(recipe.train):
         print("worker finished; the chief wrote the run directory")
         return 0
     run_dir = Path(run_dir)

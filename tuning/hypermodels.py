@@ -10,7 +10,8 @@ holds the defaults, the checks and the keys a search keeps fixed):
   `dropout`;
 - the cell itself, when more than one is given (`cell`);
 - whether the layers are bidirectional (`bidirectional`), for a tagger's or
-  a classifier's recipe (`training.recipes.LABELING_KINDS`), when asked;
+  a classifier's recipe (whose `model` section has `bidirectional`), when
+  asked;
 - the options in `CELL_OPTION_CHOICES` — the number of choice matrices `k`
   (`num_choices`, multi-matrix cells), the number of cells `S` (`num_cells`,
   second-order LSTM) and the stack depth (`stack_depth`, stack cells) — and
@@ -36,7 +37,7 @@ within `budget_tolerance` (5%) of `P` fails as a
 parameter counts).
 """
 
-import copy
+import dataclasses
 import json
 
 import keras
@@ -44,7 +45,9 @@ import keras_tuner
 import numpy as np
 
 import zoo
-from training import fitting, recipes
+from training import fitting
+from training.config.model_arguments import ModelArguments
+from training.config.option_fields import range_of
 from training.tasks import make_task
 from tuning.search_space import (
     CELL_OPTION_CHOICES,
@@ -138,7 +141,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         **cell_option_choices,
     ):
         if cells is None:
-            cells = (recipe["model"]["cell"],)
+            cells = (recipe.model.cell,)
         cells = as_choices("cells", cells, check_any)
         for cell in cells:
             zoo.get_cell_class(cell)  # an unknown name is a ValueError
@@ -159,21 +162,23 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
             check_number("learning_rate", learning_rate, 0, low_open=True)
         self.learning_rate = learning_rate
         self.dropout = as_choices("dropout", dropout, check_dropout)
+        # What the recipe's builder takes (a tagger's and a classifier's take
+        # `bidirectional`, the Dyck-RNN's no layers).
+        self.model_keys = {field.name for field in dataclasses.fields(recipe.model)}
         if bidirectional is None:
-            bidirectional = recipe["model"]["bidirectional"]
+            bidirectional = getattr(recipe.model, "bidirectional", False)
         self.bidirectional = as_choices("bidirectional", bidirectional, check_bool)
-        kind = recipe["task"]["kind"]
-        if any(self.bidirectional) and kind not in recipes.LABELING_KINDS:
+        if any(self.bidirectional) and "bidirectional" not in self.model_keys:
             raise ValueError(
                 "`bidirectional` reads each string right to left too, which only "
                 "a tagger or a classifier may; expected False for task.kind "
-                f"{kind!r}, received {bidirectional!r}."
+                f"{recipe.task.kind!r}, received {bidirectional!r}."
             )
         if param_budget is not None:
             check_positive_int("param_budget", param_budget)
         check_number("budget_tolerance", budget_tolerance, 0, 1, low_open=True)
         check_positive_int("max_units", max_units)
-        check_number("max_units", max_units, 1, recipes.RANGES["model", "units"].high)
+        check_number("max_units", max_units, 1, range_of(ModelArguments, "units").high)
         check_positive_int("seeds_per_trial", seeds_per_trial)
         accepted = set().union(*(cell_options(cell) for cell in cells))
         registered = set().union(*map(cell_options, zoo.available_cells()))
@@ -200,7 +205,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         )
         self.recipe_choices = check_recipe_choices(recipe, recipe_choices or {})
         super().__init__(name=name, tunable=tunable)
-        self.recipe = copy.deepcopy(recipe)
+        self.recipe = recipe
         self.cells = cells
         self.param_budget = param_budget
         self.budget_tolerance = budget_tolerance
@@ -264,13 +269,9 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         With `param_budget`, `model.units` is the hidden size whose model is
         closest to the budget; `check_budget` says whether it is close enough.
         """
-        base = self.recipe["model"]
-        cell = self._choice(hp, "cell", self.cells, base["cell"])
-        options = {
-            key: value
-            for key, value in base["options"].items()
-            if key in cell_options(cell)
-        }
+        base = self.recipe.model
+        cell = self._choice(hp, "cell", self.cells, base.cell)
+        options = {k: v for k, v in base.options.items() if k in cell_options(cell)}
         for option, values in self.cell_option_choices.items():
             parents = [c for c in self.cells if option in cell_options(c)]
             conditional = len(parents) < len(self.cells)
@@ -278,30 +279,29 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
                 hp,
                 option,
                 values,
-                base["options"].get(option),
+                base.options.get(option),
                 parents if conditional else None,
             )
             if cell in parents:
                 options[option] = value
-        recipe = copy.deepcopy(self.recipe)
-        for name, values in self.recipe_choices.items():
-            section, key = name.split(".")
-            recipe[section][key] = self._choice(
-                hp, name, values, self.recipe[section][key]
-            )
-        model, train = recipe["model"], recipe["train"]
-        model["cell"], model["options"] = cell, options
-        model["num_layers"] = self._choice(
-            hp, "num_layers", self.num_layers, base["num_layers"]
-        )
-        model["dropout"] = self._choice(hp, "dropout", self.dropout, base["dropout"])
-        model["bidirectional"] = self._choice(
-            hp, "bidirectional", self.bidirectional, base["bidirectional"]
-        )
+        trial = {
+            name: self._choice(hp, name, values, self.recipe.value(name))
+            for name, values in self.recipe_choices.items()
+        }
+        trial.update({"model.cell": cell, "model.options": options})
+        for key, values in (
+            ("num_layers", self.num_layers),
+            ("dropout", self.dropout),
+            ("bidirectional", self.bidirectional),
+        ):
+            if key in self.model_keys:
+                trial[f"model.{key}"] = self._choice(
+                    hp, key, values, getattr(base, key)
+                )
         if isinstance(self.learning_rate, tuple):
             low, high = self.learning_rate
-            default = train["learning_rate"]
-            train["learning_rate"] = hp.Float(
+            default = self.recipe.train.learning_rate
+            trial["train.learning_rate"] = hp.Float(
                 "learning_rate",
                 low,
                 high,
@@ -309,16 +309,16 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
                 default=default if low <= default <= high else low,
             )
         else:
-            train["learning_rate"] = self.learning_rate
+            trial["train.learning_rate"] = self.learning_rate
         if self.param_budget is None:
-            model["units"] = self._choice(hp, "units", self.units, base["units"])
-        else:
-            model["units"] = self.units_for_budget(recipe)
-        return recipe
+            trial["model.units"] = self._choice(hp, "units", self.units, base.units)
+            return self.recipe.with_values(trial)
+        recipe = self.recipe.with_values(trial)
+        return recipe.with_values({"model.units": self.units_for_budget(recipe)})
 
     def count_parameters(self, recipe):
         """Returns the number of parameters of `recipe`'s model (cached)."""
-        key = json.dumps(recipe["model"], sort_keys=True)
+        key = json.dumps(dataclasses.asdict(recipe.model), sort_keys=True)
         if key not in self._parameter_counts:
             model = self._trial_task(recipe).build_model()
             self._parameter_counts[key] = int(model.count_params())
@@ -335,8 +335,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         budget = self.param_budget
 
         def count(units):
-            trial = copy.deepcopy(recipe)
-            trial["model"]["units"] = int(units)
+            trial = recipe.with_values({"model.units": int(units)})
             return self.count_parameters(trial)
 
         probes = (4, 8, 16)
@@ -374,12 +373,13 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         count = self.count_parameters(recipe)
         budget = self.param_budget
         if budget is not None and abs(count - budget) > self.budget_tolerance * budget:
-            model = recipe["model"]
+            model = recipe.model
+            layers = getattr(model, "num_layers", 1)
             raise keras_tuner.errors.FailedTrialError(
-                f"No hidden size puts {model['cell']} (num_layers="
-                f"{model['num_layers']}, options {model['options']}) within "
+                f"No hidden size puts {model.cell} (num_layers="
+                f"{layers}, options {model.options}) within "
                 f"{self.budget_tolerance:.0%} of the parameter budget {budget:,}: "
-                f"the closest, units={model['units']}, has {count:,} parameters "
+                f"the closest, units={model.units}, has {count:,} parameters "
                 f"({(count - budget) / budget:+.1%})."
             )
         return count
@@ -395,16 +395,18 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
         if budget is None:
             return
         smallest = {}
+        options = self.recipe.model.options
         for cell in self.cells:
-            recipe = copy.deepcopy(self.recipe)
-            options = recipe["model"]["options"]
-            recipe["model"].update(
-                cell=cell,
-                units=1,
-                num_layers=min(self.num_layers),
-                options={k: v for k, v in options.items() if k in cell_options(cell)},
-            )
-            smallest[cell] = self.count_parameters(recipe)
+            values = {
+                "model.cell": cell,
+                "model.units": 1,
+                "model.options": {
+                    k: v for k, v in options.items() if k in cell_options(cell)
+                },
+            }
+            if "num_layers" in self.model_keys:
+                values["model.num_layers"] = min(self.num_layers)
+            smallest[cell] = self.count_parameters(self.recipe.with_values(values))
         if min(smallest.values()) > (1 + self.budget_tolerance) * budget:
             counts = ", ".join(f"{cell} {n:,}" for cell, n in smallest.items())
             raise ValueError(
@@ -419,7 +421,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     def build(self, hp):
         """The trial's model, uncompiled: `fit` compiles and trains it."""
         recipe = self.recipe_for(hp)
-        keras.utils.set_random_seed(recipe["train"]["seed"])
+        keras.utils.set_random_seed(recipe.train.seed)
         return self._trial_task(recipe).build_model()
 
     def fit(self, hp, model, *args, **kwargs):
@@ -478,7 +480,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     @staticmethod
     def seed_of(recipe, index):
         """The seed the weights of a trial's model `index` are drawn from."""
-        return (recipe["train"]["seed"] + index) % 2**32
+        return (recipe.train.seed + index) % 2**32
 
     def seed_scores(self, trial):
         """`[objective of each seed]` of a finished trial (None where missing)."""

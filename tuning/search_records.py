@@ -66,7 +66,7 @@ def trial_rows(tuner, hypermodel):
         values = trial.hyperparameters.values
         row.update({name: hypermodel.decoded(name, values.get(name)) for name in names})
         if hypermodel.param_budget is not None:
-            row["units"] = recipe["model"]["units"]
+            row["units"] = recipe.model.units
         if trial.metrics.exists("parameters"):
             row["parameters"] = int(trial.metrics.get_last_value("parameters"))
         else:
@@ -107,14 +107,16 @@ def best_recipe(tuner, hypermodel, command=None):
     trial = best[0]
     recipe = hypermodel.recipe_for(trial.hyperparameters.copy())
     objective = tuner.oracle.objective.name
-    recipe["description"] = (
-        f"Best of {len(tuner.oracle.trials)} trials of a Keras Tuner search over "
-        f"{recipe['name']} at scale {recipe['scale']} (trial {trial.trial_id}, "
-        f"{objective} {trial.score:.6g}): {recipe['description']}"
-    )
+    words = {
+        "description": (
+            f"Best of {len(tuner.oracle.trials)} trials of a Keras Tuner search "
+            f"over {recipe.name} at scale {recipe.scale} (trial {trial.trial_id}, "
+            f"{objective} {trial.score:.6g}): {recipe.description}"
+        )
+    }
     if command:
-        recipe["source"] = f"{recipe['source']}; searched with: {command}".lstrip("; ")
-    return trial, recipe
+        words["source"] = f"{recipe.source}; searched with: {command}".lstrip("; ")
+    return trial, recipe.with_values(words)
 
 
 def search_settings(
@@ -126,7 +128,7 @@ def search_settings(
     searches made before it existed resume).
     """
     settings = {
-        "recipe": recipe,
+        "recipe": recipe.to_dict(),
         "tuner": tuner,
         "cells": hypermodel.cells,
         "units": hypermodel.units,
@@ -164,7 +166,21 @@ def _read_settings(marker):
 
 
 def _differing(saved, settings):
-    return sorted(k for k in {*saved, *settings} if saved.get(k) != settings.get(k))
+    differ = {k for k in {*saved, *settings} if saved.get(k) != settings.get(k)}
+    if "recipe" in differ and _same_recipe(saved.get("recipe"), settings["recipe"]):
+        differ.remove("recipe")
+    return sorted(differ)
+
+
+def _same_recipe(saved, recipe):
+    """Whether a saved search's recipe is `recipe` (`Recipe.to_dict()`): one
+    from before typed recipes holds every key of every kind."""
+    from training import recipes
+
+    try:
+        return recipes.from_saved(saved).to_dict() == recipe
+    except (ValueError, KeyError, TypeError, AttributeError):  # not a recipe
+        return False
 
 
 def check_project(directory, project_name, settings, overwrite):

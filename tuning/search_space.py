@@ -9,13 +9,14 @@ lists choices on a command line (`comma_values`: `32,64`; `parse_options`:
 override.
 """
 
-import copy
 import functools
 import inspect
 import json
 
 import zoo
 from training import recipes
+from training.config.model_arguments import RecognizerArguments
+from training.config.option_fields import range_of
 from zoo.checks import check_number, check_positive_int
 
 # The architecture knobs that exist only for some cells: a cell constructor
@@ -59,7 +60,8 @@ def as_choices(name, value, check):
 def check_size(name, value):
     """`units` or `num_layers`: an integer in the range of its recipe key."""
     check_positive_int(name, value)
-    check_number(name, value, *recipes.RANGES["model", name][:2])
+    range_ = range_of(RecognizerArguments, name)
+    check_number(name, value, range_.low, range_.high)
 
 
 def check_dropout(name, value):
@@ -102,7 +104,7 @@ DATA_KEYS = frozenset(
     [("train", "seed"), ("train", "batch_size"), ("train", "stateful")]
     + [
         ("task", key)
-        for key in recipes.DEFAULTS["task"]
+        for key in recipes.task_keys()
         if key not in ("step_labels", "next_symbol_loss")  # targets, not data
     ]
 )
@@ -129,11 +131,16 @@ def check_recipe_choices(recipe, recipe_choices):
                 f"`{name}` is searched with `{OWN_ARGUMENTS[name]}`; expected "
                 "another recipe key."
             )
-        defaults = recipes.DEFAULTS.get(section)
-        if not dot or not isinstance(defaults, dict) or key not in defaults:
+        if not dot or section not in ("task", "model", "train") or key == "kind":
             raise ValueError(
                 f"`{name}` is not a recipe key; expected section.key, e.g. "
                 "task.next_symbol_loss."
+            )
+        keys = [key for key in recipe.keys() if "." in key and key != "task.kind"]
+        if name not in keys:
+            raise ValueError(
+                f"`{name}` is not a recipe key of task.kind {recipe.task.kind!r}; "
+                f"expected one of: {', '.join(keys)}."
             )
         if (section, key) in DATA_KEYS:
             raise ValueError(
@@ -142,9 +149,7 @@ def check_recipe_choices(recipe, recipe_choices):
             )
         values = same_type(as_choices(name, value, check_any))
         for item in values:
-            trial = copy.deepcopy(recipe)
-            trial[section][key] = item
-            recipes.check(trial)  # a RecipeError (ValueError): one line
+            recipe.with_values({name: item})  # a RecipeError (ValueError): one line
         checked[name] = values
     return checked
 

@@ -99,8 +99,8 @@ def make_tuner(
             raise ValueError(
                 f"`max_trials` must be a positive integer; received {max_trials!r}."
             )
-    train = hypermodel.recipe["train"]
-    seed = train["seed"] if seed is None else seed
+    train = hypermodel.recipe.train
+    seed = train.seed if seed is None else seed
     options = dict(
         objective=hypermodel.objective,
         directory=str(directory),
@@ -114,7 +114,7 @@ def make_tuner(
     )
     if tuner == "hyperband":
         instance = tuner_class("hyperband")(
-            hypermodel, max_epochs=train["epochs"], **options
+            hypermodel, max_epochs=train.epochs, **options
         )
         from zoo import keras_compat
 
@@ -289,10 +289,10 @@ class Search:
         objective = tuner.oracle.objective.name
         lines += [
             f"\nBest trial {trial.trial_id}: {objective} {trial.score:.4f}, "
-            f"{recipe['model']['cell']} with units={recipe['model']['units']}, "
+            f"{recipe.model.cell} with units={recipe.model.units}, "
             f"{hypermodel.count_parameters(recipe):,} parameters.",
             f"Best recipe: {path}",
-            f"Train it: python -m training.train {path} --scale {recipe['scale']} "
+            f"Train it: python -m training.train {path} --scale {recipe.scale} "
             f"--run-dir {project_dir / 'best_run'}",
         ]
         return lines, 1 if stopped else 0

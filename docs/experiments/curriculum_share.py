@@ -39,7 +39,7 @@ print(f"length limits per epoch: {limits.tolist()}")
 print(f"string presentations: {strings / (epochs * len(lengths)):.1%} of sequential's")
 print(f"symbols: {symbols / (epochs * lengths.sum()):.1%} of sequential's")
 
-batch = recipe["train"]["batch_size"]
+batch = recipe.train.batch_size
 steps = task.epoch_steps()
 print(f"batches of {batch} per epoch: {list(steps)} ({sum(steps)} in all)")
 task_limits = curriculum_limits(train.lengths, epochs)  # as the task counts lengths

@@ -22,7 +22,7 @@ def make_run(tmp_path, name, recipe_name, overrides=(), seed=0):
     task = make_task(recipe)
     run_dir = tmp_path / name
     run_dir.mkdir()
-    runs.write_json(run_dir / runs.RECIPE, recipe)
+    runs.write_json(run_dir / runs.RECIPE, recipe.to_dict())
     (run_dir / runs.VOCABULARY).write_text(task.vocabulary.to_json())
     task.build_model(stateful=False).save(run_dir / runs.BEST)
     return run_dir

@@ -197,9 +197,7 @@ def test_the_docs_jax_example_trains_with_xla_as_the_docs_say(monkeypatch):
     overrides = [w for w in words if "=" in w and not w.startswith("--")]
     recipe = recipes.resolve(name, "small", overrides)
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    choice = compile_mode.choose(
-        recipe["train"]["jit_compile"], recipe["model"]["units"], 16, 10
-    )
+    choice = compile_mode.choose(recipe.train.jit_compile, recipe.model.units, 16, 10)
     assert choice == (True, "auto: Keras's choice on the jax backend")
     printed = f"XLA: on ({choice.reason})"
     assert f"`{printed}`" in " ".join(page.split())
@@ -207,9 +205,9 @@ def test_the_docs_jax_example_trains_with_xla_as_the_docs_say(monkeypatch):
 
 def test_tf_distribute_is_refused_in_one_line_on_other_backends(monkeypatch):
     monkeypatch.setattr(backends, "name", lambda: "jax")
-    train = recipes.resolve("tiny_dyck_lstm", "small", [])["train"]
-    assert isinstance(fitting.distribution_strategy(train), backends.NoStrategy)
-    train["distribute"] = "mirrored"
+    recipe = recipes.resolve("tiny_dyck_lstm", "small", [])
+    assert isinstance(fitting.distribution_strategy(recipe.train), backends.NoStrategy)
+    train = recipe.with_values({"train.distribute": "mirrored"}).train
     with pytest.raises(ValueError, match=r"train.distribute='mirrored' uses tf.dis"):
         fitting.distribution_strategy(train)
 
@@ -249,7 +247,7 @@ def test_records_of_one_backend_are_not_used_for_another(
     monkeypatch.setattr(backends, "is_installed", lambda name: True)
     results_dir = tmp_path / "results"
     tf_record = _write_record(results_dir, table, "small", 0, _metrics(0.5, 1.0))
-    recipe = json.loads((tf_record / runs.RECIPE).read_text())
+    recipe = runs.read_recipe(tf_record / runs.RECIPE)
     assert records.RecordIndex(results_dir).find(recipe) == tf_record
     assert records.RecordIndex(results_dir, "jax").find(recipe) is None
 

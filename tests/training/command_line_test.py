@@ -198,7 +198,7 @@ def test_train_help_override_examples_resolve():
         recipe = recipes.resolve(train.DEFAULT_RECIPE, "small", line.split())
         for override in line.split():
             path, value = recipes.parse_override(override)
-            assert recipe[path[0]][path[1]] == value
+            assert recipe.value(".".join(path)) == value
 
 
 class Parsed(Exception):

@@ -13,13 +13,13 @@ from training.tasks import make_task
 @pytest.mark.parametrize("value", ["auto", True, False])
 def test_recipes_take_auto_true_and_false(value):
     recipe = tiny_recipe("dyck", extra=[f"train.jit_compile={str(value).lower()}"])
-    assert recipe["train"]["jit_compile"] == value
+    assert recipe.train.jit_compile == value
 
 
 def test_recipes_default_to_auto():
     # dyck2_lstm does not name the key; tiny_dyck_lstm turns XLA off itself.
-    assert recipes.resolve("dyck2_lstm")["train"]["jit_compile"] == "auto"
-    assert recipes.resolve("tiny_dyck_lstm")["train"]["jit_compile"] is False
+    assert recipes.resolve("dyck2_lstm").train.jit_compile == "auto"
+    assert recipes.resolve("tiny_dyck_lstm").train.jit_compile is False
 
 
 @pytest.mark.parametrize("value", ["yes", "1", "null", "[1]", "1.0"])
@@ -58,9 +58,9 @@ def test_auto_keeps_the_character_language_models_off_xla():
     # widths where XLA measured faster (level at 1024 units).
     for name in ("ptb_char_lstm", "ptb_char_mlstm"):
         recipe = recipes.resolve(name, "paper")
-        train, units = recipe["train"], recipe["model"]["units"]
-        length = recipe["task"]["sequence_length"]
-        assert not compile_mode.choose("auto", units, train["batch_size"], length).used
+        train, units = recipe.train, recipe.model.units
+        length = recipe.task.sequence_length
+        assert not compile_mode.choose("auto", units, train.batch_size, length).used
         # evaluation: 10 rows, windows of 8 x the training length
         assert not compile_mode.choose("auto", units, 10, 8 * length).used
 
@@ -152,7 +152,7 @@ def test_a_run_records_its_choice_and_a_resume_keeps_it(tmp_path):
 @pytest.mark.parametrize("value", ["auto", 1, 7])
 def test_recipes_take_auto_and_positive_step_counts(value):
     extra = [f"train.steps_per_execution={value}"]
-    assert tiny_recipe("dyck", extra=extra)["train"]["steps_per_execution"] == value
+    assert tiny_recipe("dyck", extra=extra).train.steps_per_execution == value
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "true", "1.0", "null", "all", "[2]"])

@@ -45,9 +45,7 @@ def train_both(tmp_path, recipe):
     for devices, distribute in ((1, "none"), (2, "mirrored")):
         path = tmp_path / f"{distribute}.json"
         path.write_text(
-            json.dumps(
-                {**recipe, "train": {**recipe["train"], "distribute": distribute}}
-            )
+            json.dumps(recipe.with_values({"train.distribute": distribute}).to_dict())
         )
         results[distribute] = replicas(
             tmp_path, devices, "train", str(path), str(tmp_path / distribute)

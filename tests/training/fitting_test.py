@@ -10,16 +10,16 @@ from training.tasks import make_task
 
 def test_optimizer_decays_linearly_to_the_final_learning_rate():
     overrides = ["train.final_learning_rate=0.0001", "train.reduce_lr_patience=null"]
-    train = tiny_recipe("dyck", extra=overrides)["train"]
+    train = tiny_recipe("dyck", extra=overrides).train
     optimizer = fitting.make_optimizer(train, steps_per_epoch=3)
     config = optimizer.get_config()["learning_rate"]
     schedule = keras.optimizers.schedules.deserialize(config)
-    steps = train["epochs"] * 3
-    np.testing.assert_allclose(float(schedule(0)), train["learning_rate"])
+    steps = train.epochs * 3
+    np.testing.assert_allclose(float(schedule(0)), train.learning_rate)
     np.testing.assert_allclose(float(schedule(steps)), 1e-4, rtol=1e-6)
-    assert optimizer.global_clipnorm == train["clipnorm"]
+    assert optimizer.global_clipnorm == train.clipnorm
     # a curriculum's epochs of 2, then 3 steps (the last count for the rest)
-    assert train["epochs"] == 2
+    assert train.epochs == 2
     for steps_per_epoch, total in (((2, 3), 5), ((2,), 4)):
         optimizer = fitting.make_optimizer(train, steps_per_epoch)
         config = optimizer.get_config()["learning_rate"]
@@ -27,7 +27,7 @@ def test_optimizer_decays_linearly_to_the_final_learning_rate():
 
 
 def test_clipvalue_clips_each_element_and_replaces_the_norm_clip():
-    train = tiny_recipe("recognition", extra=["train.clipvalue=15"])["train"]
+    train = tiny_recipe("recognition", extra=["train.clipvalue=15"]).train
     optimizer = fitting.make_optimizer(train, steps_per_epoch=3)
     assert optimizer.clipvalue == 15 and optimizer.global_clipnorm is None
     # Its steps are those of Adam without clipping given the clipped gradients
@@ -46,7 +46,7 @@ def test_clipvalue_clips_each_element_and_replaces_the_norm_clip():
 def test_schedule_callbacks_follow_the_recipe():
     train = tiny_recipe(
         "dyck", extra=["train.reduce_lr_patience=2", "train.temperature_factor=0.9"]
-    )["train"]
+    ).train
     kinds = [type(c) for c in fitting.schedule_callbacks(train, "val_loss")]
     assert kinds == [
         keras.callbacks.EarlyStopping,
@@ -149,7 +149,7 @@ def test_each_curriculum_epoch_trains_the_batches_its_limit_admits(extra):
     keras.utils.set_random_seed(0)
     model = task.build_model()
     count = BatchCount()
-    jit = task.recipe["train"]["jit_compile"]
+    jit = task.recipe.train.jit_compile
     history = fitting.fit(model, task, callbacks=[count], jit_compile=jit)
     assert count.iterations == expected
     assert int(model.optimizer.iterations) == sum(expected)

@@ -71,7 +71,7 @@ def test_mixed_run_reloads_under_either_policy_and_exports_float32(precision, tm
     own = runs.load_run(run_dir)
     assert zoo.model_parts(own.model).recurrent[-1].dtype_policy.name == precision
     full = runs.load_run(run_dir, precision="float32")
-    assert full.recipe["train"]["precision"] == "float32"
+    assert full.recipe.train.precision == "float32"
     assert {layer.dtype_policy.name for layer in full.model.layers} == {"float32"}
     for mixed, single in zip(
         own.model.get_weights(), full.model.get_weights(), strict=True
@@ -93,5 +93,7 @@ def test_unknown_precision_is_one_line():
 
 
 def test_load_run_refuses_an_unknown_precision(dyck_run):
-    with pytest.raises(ValueError, match=r"^Unknown precision 'float64'; expected"):
+    with pytest.raises(
+        ValueError, match=r"^Unknown train.precision 'float64'; expected"
+    ):
         runs.load_run(dyck_run, precision="float64")

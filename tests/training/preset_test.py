@@ -57,7 +57,7 @@ def test_every_preset_reproduces_its_card(name, monkeypatch):
 
     if not zoo.preset_card(name)["remeasure"]["fresh_data"]:
         # A language model is re-measured on its corpus's test split.
-        corpus = zoo.presets.PresetLoader(name).config()["task"]["corpus"]
+        corpus = zoo.presets.PresetLoader(name).config().task.corpus
         if not SHARED.is_dir():
             pytest.skip(f"{SHARED} not found: set ZOO_DATA_DIR to the {corpus} corpus")
         monkeypatch.setenv(files.ENV_VAR, str(SHARED))
@@ -74,11 +74,11 @@ def test_a_saved_preset_is_the_run_with_its_card(dyck_run, dyck_preset):
     ids = np.array([[1, 3, 4, 6, 5, 2]], "int32")
     np.testing.assert_allclose(loaded.model(ids), run.model(ids), atol=1e-6)
     assert loaded.tokenizer.get_config() == run.tokenizer.get_config()
-    assert loaded.config == run.recipe
+    assert loaded.config == run.recipe.to_dict()
     assert getattr(loaded.model, "optimizer", None) is None  # none shipped
     # The command retrains this recipe, seed included.
     assert recipe_of(card["command"]) == run.recipe
-    assert f"train.seed={run.recipe['train']['seed']}" in card["command"]
+    assert f"train.seed={run.recipe.train.seed}" in card["command"]
     # The card is metadata: the recipe and metrics are the run's files.
     metrics = runs.read_json(dyck_run / "metrics.json")
     assert runs.read_json(folder / "metrics.json") == metrics
@@ -88,7 +88,7 @@ def test_a_saved_preset_is_the_run_with_its_card(dyck_run, dyck_preset):
     assert card["remeasure"]["metric"] == "test.wcpa"
     assert card["remeasure"]["value"] == metrics["test"]["wcpa"]
     assert card["name"] == "tiny_dyck" and card["table"] is None
-    assert card["description"] == run.recipe["description"]
+    assert card["description"] == run.recipe.description
     readme = (folder / "README.md").read_text()
     assert card["command"] in readme
     assert f"| test | wcpa | {metrics['test']['wcpa']:.4f} |" in readme
@@ -120,7 +120,7 @@ def test_a_run_directory_loads_as_a_preset(dyck_run):
     ids = np.array([[1, 3, 4, 6, 5, 2]], "int32")
     np.testing.assert_allclose(loaded.model(ids), run.model(ids), atol=1e-6)
     assert loaded.tokenizer.get_config() == run.tokenizer.get_config()
-    assert loaded.config == run.recipe and loaded.card is None
+    assert loaded.config == run.recipe.to_dict() and loaded.card is None
     assert run.vocabulary is run.task.vocabulary  # training's, for its data
 
 
@@ -158,8 +158,8 @@ def test_every_built_in_card_is_metadata_beside_the_files_it_describes(name):
     file_schema.check(metrics, file_schema.METRICS, folder / "metrics.json")
     plan = card["remeasure"]
     assert table_schema.metric_value(metrics, plan["metric"]) == plan["value"]
-    assert card["seed"] == recipe["train"]["seed"]
-    assert card["cell"] == recipe["model"]["cell"]
+    assert card["seed"] == recipe.train.seed
+    assert card["cell"] == recipe.model.cell
 
 
 @pytest.mark.parametrize(
@@ -219,14 +219,14 @@ def test_a_preset_of_a_table_row_checks_the_row_and_keeps_its_command(
 
 def test_retrain_command_gives_back_the_recipe():
     overrides = [
-        "task.m=6",
+        "task.sequence_length=60",
         'model.options={"num_choices": 3}',
         "model.cell=mmlstm",
-        'task.corpus="123"',  # a string that reads as JSON stays a string
+        'task.data_dir="123"',  # a string that reads as JSON stays a string
         "train.clipvalue=null",
         "train.seed=7",
     ]
-    recipe = recipes.resolve("dyck2_lstm", "paper", overrides)
+    recipe = recipes.resolve("ptb_char_lstm", "paper", overrides)
     command = preset_builder.retrain_command(recipe)
     assert recipe_of(shlex.join(command)) == recipe
     assert command[-3:] == ["train.seed=7", "--scale", "paper"]

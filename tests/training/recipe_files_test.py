@@ -13,8 +13,8 @@ def test_recipe_file_reads_back_as_the_recipe(tmp_path):
     path = recipe_files.write_recipe(recipe, tmp_path / "recipe.toml")
     read_back = recipes.resolve(str(path), "paper")
     for section in ("task", "model", "train"):
-        assert read_back[section] == recipe[section]
-    assert read_back["description"] == recipe["description"]
+        assert getattr(read_back, section) == getattr(recipe, section)
+    assert read_back.description == recipe.description
 
 
 def test_a_recipe_file_that_does_not_read_back_is_refused(tmp_path):

@@ -66,7 +66,7 @@ def train(recipe_json, run_dir):
     return {
         "metrics": metrics,
         "loss": float(rows[-1]["loss"]) if rows else None,
-        "replicas": fitting.distribution_strategy(recipe["train"]).num_replicas_in_sync,
+        "replicas": fitting.distribution_strategy(recipe.train).num_replicas_in_sync,
     }
 
 

@@ -99,7 +99,7 @@ def test_a_run_dir_with_another_recipe_is_refused(tiny_table, tmp_path, capsys):
     run_dir = tmp_path / "out" / "runs" / "small" / "seed-0"
     run_dir.mkdir(parents=True)
     other = recipes.resolve("tiny_dyck_lstm", overrides=["model.units=5"])
-    (run_dir / "recipe.json").write_text(json.dumps(other))
+    (run_dir / "recipe.json").write_text(json.dumps(other.to_dict()))
     with pytest.raises(SystemExit) as exit_info:
         reproduce.main(
             [
@@ -126,7 +126,7 @@ def _write_record(results_dir, table, row, seed, metrics, folder=None):
     folder = folder or records.record_dir(results_dir, table.name, row, seed)
     folder.mkdir(parents=True)
     files = {
-        "recipe.json": run.recipe,
+        "recipe.json": run.recipe.to_dict(),
         "metrics.json": metrics,
         "timing.json": {"seconds": 10.0 + seed, "attempts": 1},
         "host.json": {"cpu": "Test CPU", "cpus": 2},

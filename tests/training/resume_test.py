@@ -231,7 +231,7 @@ def test_a_resumed_run_draws_the_dropout_masks_an_uninterrupted_one_draws(tmp_pa
     # draws its masks from a seed generator whose state no weight file holds.
     overrides = ["model.dropout=0.25", "train.max_steps_per_epoch=null"]
     recipe = tiny_recipe("language_model", varied_text(tmp_path), overrides)
-    assert recipe["model"]["output_dropout"] > 0
+    assert recipe.model.output_dropout > 0
     interrupted_and_resumed(recipe, tmp_path, epoch=1, batch=3)
 
 
@@ -248,5 +248,5 @@ def test_a_resumed_run_reads_the_batches_of_an_uninterrupted_one_in_capped_epoch
         recipe = tiny_recipe(kind, varied_text(tmp_path), overrides)
     else:
         recipe = recipes.resolve("tiny_dyck_lstm", "small", [])
-    recipe["train"]["epochs"] = 3
+    recipe = recipe.with_values({"train.epochs": 3})
     interrupted_and_resumed(recipe, tmp_path, epoch=2, batch=0)

@@ -8,10 +8,10 @@ import h5py
 import pytest
 
 import zoo
-from training import records, run_dirs, table_runs
+from training import recipes, records, run_dirs, table_runs
 from training.callbacks import RunBackup
 
-RECIPE = {"train": {"epochs": 3}}
+RECIPE = recipes.resolve("tiny_dyck_lstm", "small", ["train.epochs=3"])
 
 
 def test_the_names_of_other_floors_are_theirs():

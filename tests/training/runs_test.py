@@ -68,7 +68,7 @@ def test_initial_model_has_the_weights_training_started_from(
             "train.seed=3",
         ],
     )
-    assert recipe["train"]["stateful"] and recipe["model"]["output_dropout"] > 0
+    assert recipe.train.stateful and recipe.model.output_dropout > 0
     first = FirstWeights()
     runs.train_run(recipe, tmp_path / "run", callbacks=[first])
     request.getfixturevalue("no_data")  # rebuilt from the run, not the data
@@ -81,8 +81,9 @@ def test_initial_model_has_the_weights_training_started_from(
 
     other = tmp_path / "other-seed"  # the same run but for its seed: no training
     other.mkdir()
-    recipe["train"]["seed"] = 4
-    runs.write_json(other / runs.RECIPE, recipe)
+    runs.write_json(
+        other / runs.RECIPE, recipe.with_values({"train.seed": 4}).to_dict()
+    )
     (other / runs.VOCABULARY).write_text(
         (tmp_path / "run" / runs.VOCABULARY).read_text()
     )
@@ -134,13 +135,13 @@ def test_a_run_saved_before_a_recipe_key_existed_is_the_same_recipe(tmp_path, dy
     recipe = tiny_recipe("dyck")  # the recipe of `dyck_run`
     run_dir = tmp_path / "run"
     shutil.copytree(dyck_run, run_dir)
-    assert runs.read_json(run_dir / "recipe.json") == recipe
+    assert runs.read_json(run_dir / "recipe.json") == recipe.to_dict()
     saved = runs.read_json(run_dir / "recipe.json")
     del saved["train"]["precision"]
     runs.write_json(run_dir / "recipe.json", saved)
     assert runs.load_run(run_dir).recipe == recipe
     runs.train_run(recipe, run_dir)  # not refused as a different recipe
-    assert runs.read_json(run_dir / "recipe.json") == recipe
+    assert runs.read_json(run_dir / "recipe.json") == recipe.to_dict()
 
 
 def test_a_locked_run_directory_names_its_holder_until_released(tmp_path):

@@ -168,7 +168,7 @@ def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(exported):
     run = runs.load_run(run_dir)
     loaded = tf.saved_model.load(str(saved))
     sentences = ["The cat sees the dog.", "the CAT see the dog ."]
-    pairs = [blimp_sentences.load_suites(recipe["task"]["data_dir"])["agreement_1"][0]]
+    pairs = [blimp_sentences.load_suites(recipe.task.data_dir)["agreement_1"][0]]
     ids = blimp_sentences.frame(pairs, run.task.vocabulary).inputs  # the same sentences
     logits = np.asarray(run.model(ids))
     out = loaded.serve_text(tf.constant(sentences))

@@ -44,8 +44,7 @@ def test_positives_only_next_symbol_loss_weights_no_negative_step():
 
 
 def test_all_strings_next_symbol_loss_is_the_default():
-    recipe = recipes.resolve("ptb_word_lstm", "small")
-    assert recipe["task"]["next_symbol_loss"] == "all"
+    assert recipes.KINDS["recognition"]().next_symbol_loss == "all"
 
 
 def test_bad_next_symbol_loss_is_one_line():

@@ -30,10 +30,10 @@ def test_mali_formal_language_tables_run_at_the_papers_budget(name):
     table = table_schema.load_table(name)
     assert table.seeds >= 5
     for run in table_schema.plan(table, "unused", seeds=1):
-        train = run.recipe["train"]
-        assert (train["epochs"], train["learning_rate"]) == (30, 2e-3), run.row.name
-        assert (train["clipvalue"], train["reduce_lr_patience"]) == (15.0, 3)
-        assert train["reduce_lr_factor"] == 0.5
+        train = run.recipe.train
+        assert (train.epochs, train.learning_rate) == (30, 2e-3), run.row.name
+        assert (train.clipvalue, train.reduce_lr_patience) == (15.0, 3)
+        assert train.reduce_lr_factor == 0.5
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,7 @@ def test_the_tuned_tables_train_each_row_its_own_d2_search_at_the_papers_budget(
     searched = set(protocol_runs.PROTOCOLS["stack_d2"].rows)
     string_label = ("task.step_labels=string", "task.next_symbol_loss=all")
     for run in table_schema.plan(table, "unused", seeds=1):
-        row, train = run.row, run.recipe["train"]
+        row, train = run.row, run.recipe.train
         searched_row = row.name.removesuffix("_string_label")
         extra = string_label if row.name.endswith("_string_label") else ()
         if searched_row in searched:
@@ -68,14 +68,14 @@ def test_the_tuned_tables_train_each_row_its_own_d2_search_at_the_papers_budget(
             )
             assert tuple(row.overrides) == language_override + extra
             assert (
-                run.recipe["model"]["cell"]
+                run.recipe.model.cell
                 == protocol_runs.PROTOCOLS["stack_d2"].rows[searched_row]
             )
         else:
             assert tuple(row.overrides)[len(row.overrides) - len(extra) :] == extra
-        assert (train["epochs"], train["clipvalue"]) == (30, 15.0), row.name
-        assert (train["reduce_lr_patience"], train["reduce_lr_factor"]) == (3, 0.5)
-        assert (run.recipe["task"]["language"], run.recipe["model"]["units"]) == (
+        assert (train.epochs, train.clipvalue) == (30, 15.0), row.name
+        assert (train.reduce_lr_patience, train.reduce_lr_factor) == (3, 0.5)
+        assert (run.recipe.task.language, run.recipe.model.units) == (
             language,
             8,
         )
@@ -130,13 +130,13 @@ def test_second_order_dyck_table_runs_at_the_reports_scale():
     table = table_schema.load_table("so_dyck")
     assert table.seeds >= 3
     for run in table_schema.plan(table, "unused", seeds=1):
-        task, train = run.recipe["task"], run.recipe["train"]
-        sizes = task["train_sequences"], task["dev_sequences"], task["test_sequences"]
+        task, train = run.recipe.task, run.recipe.train
+        sizes = task.train_sequences, task.dev_sequences, task.test_sequences
         assert sizes == (10_000, 4_000, 10_000), run.row.name
         rate = 6e-3 if "_lr_6e-3" in run.row.name else 1e-4
-        assert (train["batch_size"], train["learning_rate"]) == (10, rate)
-        assert (train["epochs"], train["early_stopping_patience"]) == (200, 6)
-        assert run.recipe["model"]["units"] == 3 * task["m"]
+        assert (train.batch_size, train.learning_rate) == (10, rate)
+        assert (train.epochs, train.early_stopping_patience) == (200, 6)
+        assert run.recipe.model.units == 3 * task.m
 
 
 def test_the_dyck_rnns_epochs_to_converge_are_the_reports_table_1():
@@ -148,7 +148,7 @@ def test_the_dyck_rnns_epochs_to_converge_are_the_reports_table_1():
     for name, epochs in (("dyck_rnn_m4", 4), ("dyck_rnn_m6", 2), ("dyck_rnn_m8", 1)):
         assert rows[name].paper[key] == {"mean": epochs}
         run = table_schema.make_run(table, rows[name], 0, "unused")
-        assert run.recipe["train"]["stop_below_loss"] == 1e-5
+        assert run.recipe.train.stop_below_loss == 1e-5
 
 
 def test_the_report_optimizer_rows_train_as_the_report():
@@ -159,9 +159,9 @@ def test_the_report_optimizer_rows_train_as_the_report():
         f"dyck_rnn_m{m}_report_optimizer" for m in (4, 6, 8)
     ]
     for row in rows:
-        train = table_schema.make_run(table, row, 0, "unused").recipe["train"]
-        assert (train["learning_rate"], train["batch_size"]) == (0.01, 512)
-        assert train["stop_below_loss"] == 1e-5
+        train = table_schema.make_run(table, row, 0, "unused").recipe.train
+        assert (train.learning_rate, train.batch_size) == (0.01, 512)
+        assert train.stop_below_loss == 1e-5
 
 
 def test_figure_3_claims_read_the_per_epoch_validation_wcpa():
@@ -188,12 +188,10 @@ def test_figure_3_claims_read_the_per_epoch_validation_wcpa():
 
 
 def _without_size(recipe):
-    model = {
-        key: value
-        for key, value in recipe["model"].items()
-        if key not in ("cell", "units", "num_layers")
-    }
-    return {"task": recipe["task"], "train": recipe["train"], "model": model}
+    tables = recipe.to_dict()
+    for key in ("cell", "units", "num_layers"):
+        del tables["model"][key]
+    return {section: tables[section] for section in ("task", "train", "model")}
 
 
 @pytest.mark.parametrize("name", ["krause_wikitext2", "krause_sizes"])

@@ -29,7 +29,7 @@ def test_train_data_comes_with_its_callbacks(text_file):
     assert [type(c) for c in callbacks] == [DataEpoch]
     inputs, targets, mask = next(iter(dataset))
     assert inputs.shape == targets.shape == mask.shape
-    assert inputs.shape[0] == dyck_task.recipe["train"]["batch_size"]
+    assert inputs.shape[0] == dyck_task.recipe.train.batch_size
 
     uncapped = ["train.max_steps_per_epoch=null"]
     stateful = make_task(tiny_recipe("language_model", text_file, uncapped))
@@ -493,7 +493,7 @@ def test_curriculum_feeds_short_strings_first():
     assert limits[0] < lengths.max() and list(limits[1:]) == [lengths.max()] * 3
     dataset, (shuffle,) = task.train_data()
 
-    batch = task.recipe["train"]["batch_size"]
+    batch = task.recipe.train.batch_size
 
     def strings(epoch):
         shuffle.on_epoch_begin(epoch)

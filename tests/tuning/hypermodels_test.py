@@ -52,12 +52,12 @@ def test_cell_options_are_conditional_on_the_cells_that_take_them(recipe, task):
     assert not any(h.name == "stack_depth" for h in hp.space)
 
     hp = declared(hypermodel, cell="mmlstm", num_choices=8)
-    assert hypermodel.recipe_for(hp)["model"]["options"] == {"num_choices": 8}
+    assert hypermodel.recipe_for(hp).model.options == {"num_choices": 8}
     model = hypermodel.build(hp)
     assert bottom_cell(model).num_choices == 8
 
     hp = declared(hypermodel, cell="lstm", num_choices=8, num_cells=3)
-    assert hypermodel.recipe_for(hp)["model"]["options"] == {}
+    assert hypermodel.recipe_for(hp).model.options == {}
     cell = bottom_cell(hypermodel.build(hp))
     assert isinstance(cell, keras.layers.LSTMCell)
 
@@ -68,19 +68,19 @@ def test_option_of_every_searched_cell_is_not_conditional(recipe, task):
     )
     hp = declared(hypermodel, cell="mmrnn", num_choices=5)
     assert conditions(hp, "num_choices") == []
-    assert hypermodel.recipe_for(hp)["model"]["options"] == {"num_choices": 5}
+    assert hypermodel.recipe_for(hp).model.options == {"num_choices": 5}
 
 
 def test_recipe_for_sets_the_searched_values(recipe, task):
     hypermodel = RecurrentHyperModel(recipe, units=[4, 12], task=task)
     hp = declared(hypermodel, units=12, num_layers=2, dropout=0.2, learning_rate=3e-3)
     trial = hypermodel.recipe_for(hp)
-    assert trial["model"]["units"] == 12
-    assert trial["model"]["num_layers"] == 2
-    assert trial["model"]["dropout"] == 0.2
-    assert trial["train"]["learning_rate"] == 3e-3
-    assert trial["task"] == recipe["task"]
-    assert recipe["model"]["units"] == 8  # the base recipe is left as it was
+    assert trial.model.units == 12
+    assert trial.model.num_layers == 2
+    assert trial.model.dropout == 0.2
+    assert trial.train.learning_rate == 3e-3
+    assert trial.task == recipe.task
+    assert recipe.model.units == 8  # the base recipe is left as it was
     model = hypermodel.build(hp)
     assert [layer.name for layer in model.layers if "lstm" in layer.name] == [
         "lstm_0",
@@ -96,17 +96,17 @@ def test_single_values_are_fixed_not_searched(recipe, task):
     hp = keras_tuner.HyperParameters()
     trial = hypermodel.recipe_for(hp)
     assert hp.space == []
-    assert trial["model"]["units"] == 6
-    assert trial["model"]["dropout"] == 0.1
-    assert trial["train"]["learning_rate"] == 2e-3
+    assert trial.model.units == 6
+    assert trial.model.dropout == 0.1
+    assert trial.train.learning_rate == 2e-3
 
 
 def test_choice_defaults_to_the_recipe_value(recipe, task):
     hypermodel = RecurrentHyperModel(recipe, units=[4, 8, 16], task=task)
     hp = keras_tuner.HyperParameters()
     trial = hypermodel.recipe_for(hp)
-    assert trial["model"]["units"] == recipe["model"]["units"] == 8
-    assert trial["train"]["learning_rate"] == recipe["train"]["learning_rate"]
+    assert trial.model.units == recipe.model.units == 8
+    assert trial.train.learning_rate == recipe.train.learning_rate
 
 
 @pytest.mark.parametrize(
@@ -133,8 +133,8 @@ def test_param_budget_derives_the_closest_units(
     assert abs(count - budget) <= 0.05 * budget
     assert hypermodel.build(hp).count_params() == count
     # No other hidden size is closer to the budget.
-    for units in (trial["model"]["units"] - 1, trial["model"]["units"] + 1):
-        other = {**trial, "model": {**trial["model"], "units": units}}
+    for units in (trial.model.units - 1, trial.model.units + 1):
+        other = trial.with_values({"model.units": units})
         assert abs(hypermodel.count_parameters(other) - budget) >= abs(count - budget)
 
 
@@ -154,9 +154,9 @@ def test_fit_trains_the_recipe_and_records_the_parameter_count(recipe, task):
     hp = declared(hypermodel)
     model = hypermodel.build(hp)
     history = hypermodel.fit(hp, model, verbose=0)
-    assert len(history.history["val_loss"]) == recipe["train"]["epochs"]
+    assert len(history.history["val_loss"]) == recipe.train.epochs
     assert history.history["parameters"] == [float(model.count_params())]
-    assert int(model.optimizer.iterations) == recipe["train"]["max_steps_per_epoch"]
+    assert int(model.optimizer.iterations) == recipe.train.max_steps_per_epoch
 
 
 def test_fit_passes_the_tuners_arguments_on_and_refuses_data(recipe, task):
@@ -167,7 +167,7 @@ def test_fit_passes_the_tuners_arguments_on_and_refuses_data(recipe, task):
     callback = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, _: seen.append(e))
     history = hypermodel.fit(hp, model, epochs=1, verbose=0, callbacks=[callback])
     assert len(history.history["val_loss"]) == 1 and seen == [0]
-    trial_rate = hypermodel.recipe_for(hp)["train"]["learning_rate"]
+    trial_rate = hypermodel.recipe_for(hp).train.learning_rate
     assert float(model.optimizer.learning_rate) == pytest.approx(trial_rate)
     with pytest.raises(ValueError, match="expected no positional arguments"):
         hypermodel.fit(hp, model, [[1, 2]], verbose=0)
@@ -201,8 +201,12 @@ def test_fit_passes_the_tuners_arguments_on_and_refuses_data(recipe, task):
             "`task.m` decides the task's data",
         ),
         (
-            {"recipe_choices": {"task.next_symbol_loss": ["all", "some"]}},
-            "Unknown task.next_symbol_loss 'some'",
+            {"recipe_choices": {"train.precision": ["float32", "float64"]}},
+            "Unknown train.precision 'float64'",
+        ),
+        (
+            {"recipe_choices": {"task.next_symbol_loss": ["all", "positives"]}},
+            "`task.next_symbol_loss` is not a recipe key of task.kind 'dyck'",
         ),
         ({"bidirectional": "yes"}, "`bidirectional` must be True or False"),
         ({"bidirectional": [False, True]}, "expected False for task.kind 'dyck'"),
@@ -226,8 +230,8 @@ def test_a_search_covers_taggers_and_classifiers_both_ways(kind):
     )
     hp = declared(hypermodel, cell="stack_rnn", num_layers=2, bidirectional="true")
     trial = hypermodel.recipe_for(hp)
-    assert trial["model"]["bidirectional"] is True
-    assert trial["model"]["options"] == {"stack_depth": 4}
+    assert trial.model.bidirectional is True
+    assert trial.model.options == {"stack_depth": 4}
     model = hypermodel.build(hp)
     layer = zoo.model_parts(model).recurrent[1]
     assert isinstance(layer, keras.layers.Bidirectional)
@@ -237,7 +241,7 @@ def test_a_search_covers_taggers_and_classifiers_both_ways(kind):
     # Not searched: the recipe's own value.
     fixed = RecurrentHyperModel(recipe, units=4, num_layers=1)
     trial = fixed.recipe_for(keras_tuner.HyperParameters())
-    assert trial["model"]["bidirectional"] is False
+    assert trial.model.bidirectional is False
 
 
 def test_an_option_no_searched_cell_takes_is_dropped(recipe, task):
@@ -252,7 +256,7 @@ def test_an_option_no_searched_cell_takes_is_dropped(recipe, task):
     hp = declared(hypermodel, unit_forget_bias="false")  # booleans as JSON text
     (entry,) = [h for h in hp.space if "bias" in h.name or "stack" in h.name]
     assert (entry.name, list(entry.values)) == ("unit_forget_bias", ["false", "true"])
-    assert hypermodel.recipe_for(hp)["model"]["options"] == {"unit_forget_bias": False}
+    assert hypermodel.recipe_for(hp).model.options == {"unit_forget_bias": False}
     assert bottom_cell(hypermodel.build(hp)).unit_forget_bias is False
 
 
@@ -273,7 +277,7 @@ def test_values_of_several_types_are_searched_as_json_text():
     assert conditions(hp, "carry_forward") == [("cell", ["diffstk_rnn"])]
     (noise,) = [h for h in hp.space if h.name == "noise_stddev"]
     assert list(noise.values) == [0.0, 0.1]  # one type: searched as they are
-    options = hypermodel.recipe_for(hp)["model"]["options"]
+    options = hypermodel.recipe_for(hp).model.options
     assert options["carry_forward"] is False
     assert hypermodel.decoded("carry_forward", '"hard"') == "hard"
     cell = bottom_cell(hypermodel.build(hp))
@@ -293,10 +297,10 @@ def test_recipe_keys_are_searched_for_every_cell():
     )
     hp = declared(hypermodel, cell="lstm", **{"task.next_symbol_loss": "all"})
     assert conditions(hp, "task.next_symbol_loss") == []
-    assert recipe["task"]["next_symbol_loss"] == "positives"
+    assert recipe.task.next_symbol_loss == "positives"
     trial = hypermodel.recipe_for(hp)
-    assert trial["task"]["next_symbol_loss"] == "all"
-    assert hypermodel.recipe_for(declared(hypermodel))["task"] == recipe["task"]
+    assert trial.task.next_symbol_loss == "all"
+    assert hypermodel.recipe_for(declared(hypermodel)).task == recipe.task
 
 
 def test_recognition_is_scored_by_strict_accuracy_over_several_seeds():

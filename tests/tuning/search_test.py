@@ -43,16 +43,16 @@ def test_two_trial_search_finishes_and_its_best_recipe_trains(searched, capsys):
     best = min(finished.values(), key=lambda t: t["score"])
     recipe = recipes.resolve(str(project / search_records.BEST_RECIPE))
     values = best["hyperparameters"]["values"]
-    assert recipe["model"]["units"] == values["units"]
-    assert recipe["model"]["num_layers"] == values["num_layers"]
-    assert recipe["train"]["learning_rate"] == values["learning_rate"]
-    assert recipe["task"] == recipes.resolve("tiny_dyck_lstm")["task"]
+    assert recipe.model.units == values["units"]
+    assert recipe.model.num_layers == values["num_layers"]
+    assert recipe.train.learning_rate == values["learning_rate"]
+    assert recipe.task == recipes.resolve("tiny_dyck_lstm").task
 
     run_dir = directory / "best_run"
     argv = [str(project / search_records.BEST_RECIPE), "--run-dir", str(run_dir)]
     assert train_cli.main([*argv, "--no-export"]) == 0
     assert "wcpa" in runs.read_json(run_dir / runs.METRICS)["valid"]
-    assert runs.read_json(run_dir / runs.RECIPE)["model"] == recipe["model"]
+    assert runs.read_json(run_dir / runs.RECIPE)["model"] == recipe.to_dict()["model"]
 
 
 def test_resumed_search_keeps_its_trials(searched, capsys):
@@ -116,7 +116,7 @@ def test_budgeted_search_keeps_every_trial_within_five_percent(tmp_path):
         observations = trial["metrics"]["metrics"]["parameters"]["observations"]
         assert abs(observations[0]["value"][0] - budget) <= 0.05 * budget
     recipe = recipes.resolve(str(tmp_path / "tiny" / search_records.BEST_RECIPE))
-    assert recipe["model"]["units"] not in (4, 8)  # derived, not searched
+    assert recipe.model.units not in (4, 8)  # derived, not searched
 
 
 def test_unreachable_budget_is_a_failed_trial_not_a_crash(tmp_path, capsys):
@@ -140,8 +140,8 @@ def test_a_search_over_directions_writes_a_bidirectional_best_recipe(tmp_path):
     settings = json.loads((tmp_path / "both" / search_records.SETTINGS).read_text())
     assert settings["bidirectional"] == [True]
     best = recipes.resolve(str(tmp_path / "both" / search_records.BEST_RECIPE))
-    assert best["model"]["bidirectional"] is True
-    assert best["task"]["kind"] == "dyck_depth"
+    assert best.model.bidirectional is True
+    assert best.task.kind == "dyck_depth"
 
 
 def test_hyperband_runs_a_trial(tmp_path):
@@ -270,7 +270,7 @@ def test_a_killed_search_resumes_from_its_record_alone(tmp_path, monkeypatch, ca
         for folder in (record, whole)
     )
     # The same recipe, but for the command in `source` (its folders differ).
-    assert {**best, "source": None} == {**uninterrupted, "source": None}
+    assert best.with_values({"source": ""}) == uninterrupted.with_values({"source": ""})
 
 
 def test_a_record_of_other_settings_is_refused(tmp_path, capsys):
@@ -341,8 +341,8 @@ def test_a_recognition_search_over_seeds_writes_its_record(tmp_path, capsys):
         (row["seed_0"] + row["seed_1"]) / 2
     )
     best = recipes.resolve(str(record / search_records.BEST_RECIPE))
-    assert best["model"]["options"]["carry_forward"] == row["carry_forward"]
-    assert best["task"]["next_symbol_loss"] == row["task.next_symbol_loss"]
+    assert best.model.options["carry_forward"] == row["carry_forward"]
+    assert best.task.next_symbol_loss == row["task.next_symbol_loss"]
     header = (record / search_records.SUMMARY).read_text().splitlines()[0]
     assert "task.next_symbol_loss" in header and "seed_1" in header
     # Resuming with another number of seeds per trial is refused.

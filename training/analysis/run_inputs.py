@@ -12,7 +12,7 @@ from training import plots
 
 
 def check_kind(recipe, kinds, what, run_dir):
-    kind = recipe["task"]["kind"]
+    kind = recipe.task.kind
     if kind not in kinds:
         raise ValueError(
             f"{what} needs a run of task kind {' or '.join(kinds)}; {run_dir} is a "
@@ -37,7 +37,7 @@ def stream_ids(task, split):
 def sample_ids(task, split, count):
     """The first `count` strings of a split, each as ids read from its start."""
     check_split(task, split)
-    if task.recipe["task"]["kind"] == "language_model":
+    if task.recipe.task.kind == "language_model":
         ids, eos = stream_ids(task, split), task.vocabulary.eos_id
         if eos is None:
             return [ids[i : i + 60] for i in range(0, 60 * count, 60)][:count]
@@ -87,4 +87,4 @@ def run_names(run_dirs):
 
 
 def run_label(name, recipe):
-    return f"{recipe['model']['cell']} ({name})"
+    return f"{recipe.model.cell} ({name})"

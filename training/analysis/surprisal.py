@@ -245,7 +245,7 @@ def analyze_surprisal(run_dirs, out, split, fraction=0.1, steps=4):
         for name, run in zip(run_names(run_dirs), loaded, strict=True)
     ]
     result.update({"runs": labels, "unit": "bits", "split": split})
-    level = loaded[0].recipe["task"]["level"]  # PTB characters are read as words
+    level = loaded[0].recipe.task.level  # PTB characters are read as words
     unit = "bits/char" if level == "char" else f"bits/{level}"
     plots.make_out_dir(out)
     plot(result, labels, out / "surprisal.png", unit=unit)

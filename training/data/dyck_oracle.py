@@ -208,15 +208,14 @@ def split_oracles(k, m, train_min_length=1, train_max_length=None):
     return {name: DyckOracle(k, m, *bounds) for name, bounds in ranges.items()}
 
 
-def check_task_lengths(task):
+def check_task_lengths(k, m, low, high):
     """A one-line `ValueError` unless a recipe's Dyck training lengths can be drawn.
 
-    `task` is a recipe's task table: `train_min_length` (>= 1) and
-    `train_max_length` must hold a Dyck-(k, m) string, and the sampler must
-    keep at least `MIN_ACCEPTANCE` of its samples (`DyckOracle.acceptance`).
+    `low` and `high` are a recipe's `task.train_min_length` (>= 1) and
+    `task.train_max_length`: they must hold a Dyck-(k, m) string, and the
+    sampler must keep at least `MIN_ACCEPTANCE` of its samples
+    (`DyckOracle.acceptance`).
     """
-    k, m = task["k"], task["m"]
-    low, high = task["train_min_length"], task["train_max_length"]
     if low < 1:
         raise ValueError(f"task.train_min_length must be >= 1; received {low!r}.")
     where = f"task.train_min_length={low}, task.train_max_length={high}"

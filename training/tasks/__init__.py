@@ -1,6 +1,10 @@
 """The kinds of experiment: each task knows its data, model, loss and evaluation.
 
-`make_task(recipe, vocabulary=None)` returns the task of `recipe["task"]["kind"]`:
+`make_task(recipe, vocabulary=None)` returns the task of `recipe.task.kind`.
+`TASKS` is the registry of the kinds: each task class names its `task`
+section's class (`options`, a frozen dataclass with its `kind`, its
+builder's `model_arguments` and its own checks), and `training.recipes`
+reads recipes of exactly these kinds:
 
 - `DyckTask` (`"dyck"`): next-token prediction on m-bounded Dyck-k (START
   prepended, END predicted) by a language model, evaluated with WCPA/LDPA and
@@ -61,12 +65,15 @@ from training.tasks.language_model import LanguageModelTask
 from training.tasks.recognition import RecognitionTask
 
 TASKS = {
-    "dyck": DyckTask,
-    "closing_bracket": ClosingBracketTask,
-    "recognition": RecognitionTask,
-    "language_model": LanguageModelTask,
-    "dyck_depth": DyckDepthTask,
-    "acceptability": AcceptabilityTask,
+    task.options.kind: task
+    for task in (
+        DyckTask,
+        ClosingBracketTask,
+        RecognitionTask,
+        LanguageModelTask,
+        DyckDepthTask,
+        AcceptabilityTask,
+    )
 }
 
 
@@ -80,4 +87,4 @@ def make_task(recipe, vocabulary=None):
             default: the task's own, which for a language model means reading
             its corpus's training split.
     """
-    return TASKS[recipe["task"]["kind"]](recipe, vocabulary)
+    return TASKS[recipe.task.kind](recipe, vocabulary)

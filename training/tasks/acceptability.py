@@ -1,13 +1,37 @@
 """Text classification: is a sentence of a minimal pair the acceptable one?"""
 
+import dataclasses
 import functools
+from typing import ClassVar
 
 import numpy as np
 
 import zoo
 from training import metrics as metrics_lib
+from training.config.model_arguments import ClassifierArguments
+from training.config.option_fields import option
+from training.config.task_options import TaskOptions
 from training.data import blimp_sentences
 from training.tasks.task import Task, check_stateless
+
+
+@dataclasses.dataclass(frozen=True)
+class AcceptabilityOptions(TaskOptions):
+    """BLiMP's minimal-pair suites, read from `data_dir` (or the default's).
+
+    `pairs_per_suite` keeps the first N pairs of each suite (None: all);
+    `split_seed` draws the held-out suites.
+    """
+
+    kind: ClassVar[str] = "acceptability"
+    model_arguments: ClassVar[type] = ClassifierArguments
+
+    data_dir: str | None = option(None)
+    pairs_per_suite: int | None = option(None, low=1)
+    split_seed: int = option(0, low=0, high=2**32 - 1)
+
+    def summary(self):
+        return "acceptability classification of BLiMP's sentences"
 
 
 class AcceptabilityTask(Task):
@@ -23,6 +47,7 @@ class AcceptabilityTask(Task):
     acceptable than its bad twin), overall, per phenomenon and per suite.
     """
 
+    options = AcceptabilityOptions
     head = "classifier"
     num_classes = 2
     conventions = blimp_sentences.CONVENTIONS  # for runs from before it was recorded
@@ -40,14 +65,14 @@ class AcceptabilityTask(Task):
     @functools.cached_property
     def suites(self):
         """`{suite: [MinimalPair, ...]}`, read on first use."""
-        task = self.recipe["task"]
-        return blimp_sentences.load_suites(task["data_dir"], task["pairs_per_suite"])
+        task = self.recipe.task
+        return blimp_sentences.load_suites(task.data_dir, task.pairs_per_suite)
 
     @functools.cached_property
     def suite_splits(self):
         """`{"train", "valid", "test"}` -> the names of that split's suites."""
         return blimp_sentences.split_suites(
-            self.suites, seed=self.recipe["task"]["split_seed"]
+            self.suites, seed=self.recipe.task.split_seed
         )
 
     def pairs(self, split):
@@ -65,10 +90,7 @@ class AcceptabilityTask(Task):
     def _build_model(self, stateful, batch_size):
         """The recipe's classifier (`zoo.classifier`); it is stateless."""
         check_stateless("A classifier", stateful)
-        return zoo.classifier(
-            pooling=self.recipe["model"]["pooling"],
-            **self._labeling_arguments(self.num_classes),
-        )
+        return zoo.classifier(**self._builder_arguments(), num_classes=self.num_classes)
 
     def _columns(self, split):
         arrays = self.arrays[split]

@@ -1,11 +1,26 @@
 """The Dyck-RNN's task: the closing bracket's type where the next token closes."""
 
+import dataclasses
+from typing import ClassVar
+
 import keras
 
 import zoo
+from training.config.model_arguments import DyckRNNArguments
 from training.data import dyck_strings
-from training.tasks.dyck import DyckTask, bracket_metrics
+from training.tasks.dyck import DyckOptions, DyckTask, bracket_metrics
 from training.tasks.task import check_stateless
+
+
+@dataclasses.dataclass(frozen=True)
+class ClosingBracketOptions(DyckOptions):
+    """A Dyck task's strings, read by the Dyck-RNN (`zoo.dyck_rnn_model`)."""
+
+    kind: ClassVar[str] = "closing_bracket"
+    model_arguments: ClassVar[type] = DyckRNNArguments
+
+    def summary(self):
+        return f"closing-bracket prediction on {self.language}"
 
 
 class ClosingBracketTask(DyckTask):
@@ -17,6 +32,7 @@ class ClosingBracketTask(DyckTask):
     with a non-empty stack, as the language models are.
     """
 
+    options = ClosingBracketOptions
     head = "closing_bracket"
 
     def compile_arguments(self):
@@ -25,7 +41,9 @@ class ClosingBracketTask(DyckTask):
     def _build_model(self, stateful, batch_size):
         """The Dyck-RNN of `zoo.dyck_rnn_model`; it is stateless."""
         check_stateless("The Dyck-RNN", stateful)
-        return zoo.dyck_rnn_model(self.k, self.m, **self.recipe["model"]["options"])
+        return zoo.dyck_rnn_model(
+            self.k, self.m, **self.recipe.model.builder_arguments()
+        )
 
     def _columns(self, split):
         arrays = self.arrays[split]

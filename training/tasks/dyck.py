@@ -1,6 +1,8 @@
 """Next-token prediction on m-bounded Dyck-k, evaluated with WCPA and LDPA."""
 
+import dataclasses
 import functools
+from typing import ClassVar
 
 import keras
 
@@ -8,6 +10,9 @@ from training import backends
 from training import metrics as metrics_lib
 from training.callbacks import EpochMetrics
 from training.compiled import compiled
+from training.config.model_arguments import LanguageModelArguments
+from training.config.option_fields import RecipeError, option
+from training.config.task_options import TaskOptions
 from training.data import dyck_oracle, dyck_strings
 from training.data.tokenize import Vocabulary
 from training.tasks.task import Task
@@ -49,15 +54,54 @@ def oracle_metrics(oracle, arrays, cross_entropy):
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class DyckOptions(TaskOptions):
+    """Dyck-(k, m) strings in Hewitt et al.'s splits, modelled token by token.
+
+    The training and validation strings have `train_min_length` to
+    `train_max_length` brackets (END included; None: Hewitt's 8m(m-2)+60,
+    END redrawn below the minimum); the test strings are longer
+    (`dyck_strings.split_length_ranges`).
+    """
+
+    kind: ClassVar[str] = "dyck"
+    model_arguments: ClassVar[type] = LanguageModelArguments
+
+    k: int = option(2, low=1, high=1024)
+    m: int = option(4, low=1, high=32)
+    train_sequences: int = option(10_000, low=1, high=1_000_000)
+    dev_sequences: int = option(4_000, low=1, high=1_000_000)
+    test_sequences: int = option(10_000, low=1, high=1_000_000)
+    train_min_length: int = option(1)
+    train_max_length: int | None = option(None)
+
+    def check(self, recipe):
+        try:
+            dyck_oracle.check_task_lengths(
+                self.k, self.m, self.train_min_length, self.train_max_length
+            )
+        except ValueError as error:
+            raise RecipeError(str(error)) from None
+
+    @property
+    def language(self):
+        """`Dyck-(k, m)`, in words."""
+        return f"Dyck-({self.k}, {self.m})"
+
+    def summary(self):
+        return f"language model on {self.language}"
+
+
 class DyckTask(Task):
     """Next-token prediction on Dyck-(k, m), evaluated with WCPA and LDPA."""
 
+    options = DyckOptions
     # Padding is never a target and START only begins a string: a model that
     # has not learnt so may still give them weight.
     never_generated = (dyck_strings.PAD_ID, dyck_strings.START_ID)
 
     def __init__(self, recipe, vocabulary=None):
-        self.k, self.m = recipe["task"]["k"], recipe["task"]["m"]
+        self.k, self.m = recipe.task.k, recipe.task.m
         super().__init__(recipe, vocabulary)
         self.start_id = dyck_strings.START_ID
         self.end_id = dyck_strings.END_ID
@@ -71,17 +115,17 @@ class DyckTask(Task):
         The splits are Hewitt et al.'s (`dyck_strings.dyck_splits`) at the recipe's
         sizes and training lengths, generated from `train.seed` here.
         """
-        task = self.recipe["task"]
+        task = self.recipe.task
         strings = dyck_strings.dyck_splits(
             self.k,
             self.m,
-            train=task["train_sequences"],
-            dev=task["dev_sequences"],
-            test=task["test_sequences"],
+            train=task.train_sequences,
+            dev=task.dev_sequences,
+            test=task.test_sequences,
             unit="sequences",
-            train_min_length=task["train_min_length"],
-            train_max_length=task["train_max_length"],
-            seed=self.recipe["train"]["seed"],
+            train_min_length=task.train_min_length,
+            train_max_length=task.train_max_length,
+            seed=self.recipe.train.seed,
         )
         return {
             "train": frame(strings["train"], self.k),
@@ -105,9 +149,9 @@ class DyckTask(Task):
         conditional for the split's length range (`dyck_strings.split_length_ranges`
         at the recipe's `task.train_min_length` and `task.train_max_length`).
         """
-        task = self.recipe["task"]
+        task = self.recipe.task
         oracles = dyck_oracle.split_oracles(
-            self.k, self.m, task["train_min_length"], task["train_max_length"]
+            self.k, self.m, task.train_min_length, task.train_max_length
         )
         return oracles["dev" if split == "valid" else split]
 

@@ -1,16 +1,30 @@
 """Sequence tagging: the stack depth after every bracket of a Dyck-(k, m) string."""
 
+import dataclasses
 import functools
+from typing import ClassVar
 
 import numpy as np
 
 import zoo
 from training import metrics as metrics_lib
+from training.config.model_arguments import TaggerArguments
 from training.data import dyck_strings
-from training.tasks.dyck import DyckTask
+from training.tasks.dyck import DyckOptions, DyckTask
 from training.tasks.task import check_stateless
 
 LENGTH_BIN = 20  # brackets per length bin of the evaluation
+
+
+@dataclasses.dataclass(frozen=True)
+class DyckDepthOptions(DyckOptions):
+    """A Dyck task's strings, each bracket tagged by a tagger (`zoo.tagger`)."""
+
+    kind: ClassVar[str] = "dyck_depth"
+    model_arguments: ClassVar[type] = TaggerArguments
+
+    def summary(self):
+        return f"stack-depth tagging of {self.language}"
 
 
 class DyckDepthTask(DyckTask):
@@ -28,6 +42,7 @@ class DyckDepthTask(DyckTask):
     tagged right at every bracket.
     """
 
+    options = DyckDepthOptions
     head = "tagger"
 
     def __init__(self, recipe, vocabulary=None):
@@ -48,7 +63,7 @@ class DyckDepthTask(DyckTask):
     def _build_model(self, stateful, batch_size):
         """The recipe's tagger (`zoo.tagger`); it is stateless."""
         check_stateless("A tagger", stateful)
-        return zoo.tagger(**self._labeling_arguments(self.num_classes))
+        return zoo.tagger(**self._builder_arguments(), num_classes=self.num_classes)
 
     def _columns(self, split):
         arrays = self.arrays[split]

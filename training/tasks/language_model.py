@@ -1,28 +1,69 @@
 """Language modelling on a text corpus with truncated BPTT."""
 
+import dataclasses
 import functools
+from typing import ClassVar
 
 import tensorflow as tf
 
 from training import compile_mode, sampled_softmax, scoring
 from training import metrics as metrics_lib
 from training.callbacks import ResetStatesEachEpoch
+from training.config.model_arguments import LanguageModelArguments
+from training.config.option_fields import RecipeError, option
+from training.config.task_options import TaskOptions
 from training.data import batching, conventions, corpora, tokenize
 from training.tasks.task import Task
 
 EVAL_ROWS = 10  # a language model is evaluated on this many contiguous rows
 
 
+@dataclasses.dataclass(frozen=True)
+class LanguageModelOptions(TaskOptions):
+    """A text corpus (`training.data.corpora`) read at `level`, in windows of
+    `sequence_length` tokens.
+
+    `data_dir`: where the corpus is (None: the data directory's default);
+    `train_cutoff`: training lines cut at that many symbols (None: whole).
+    Trains statefully (`train.stateful`, `train.reset_every`) or with a
+    sampled softmax (`train.sampled_softmax`) too.
+    """
+
+    kind: ClassVar[str] = "language_model"
+    model_arguments: ClassVar[type] = LanguageModelArguments
+    train_options: ClassVar[frozenset] = frozenset(
+        {"stateful", "reset_every", "sampled_softmax"}
+    )
+
+    corpus: str = option("ptb")
+    level: str = option("char")
+    data_dir: str | None = option(None)
+    sequence_length: int = option(100, low=1, high=10_000)
+    train_cutoff: int | None = option(None, low=1)
+
+    def check(self, recipe):
+        try:
+            corpora.check_corpus_name(self.corpus)
+            corpora.check_level(self.corpus, self.level)
+        except ValueError as error:
+            raise RecipeError(str(error)) from None
+
+    def summary(self):
+        return f"{self.level}-level language model on {self.corpus}"
+
+
 class LanguageModelTask(Task):
     """Language modelling on a text corpus with truncated BPTT."""
 
+    options = LanguageModelOptions
+
     def __init__(self, recipe, vocabulary=None):
-        task, train = recipe["task"], recipe["train"]
-        self.stateful = train["stateful"]
-        self.batch_size = train["batch_size"]
-        self.sequence_length = task["sequence_length"]
+        train = recipe.train
+        self.stateful = train.stateful
+        self.batch_size = train.batch_size
+        self.sequence_length = recipe.task.sequence_length
         super().__init__(recipe, vocabulary)
-        sampled = train["sampled_softmax"]
+        sampled = train.sampled_softmax
         if sampled >= self.vocab_size:
             raise ValueError(
                 f"train.sampled_softmax={sampled} samples negative classes from "
@@ -43,8 +84,8 @@ class LanguageModelTask(Task):
         )
 
     def _corpus_conventions(self):
-        task = self.recipe["task"]
-        return conventions.for_corpus(task["corpus"], task["level"])
+        task = self.recipe.task
+        return conventions.for_corpus(task.corpus, task.level)
 
     @property
     def conventions(self):
@@ -58,9 +99,9 @@ class LanguageModelTask(Task):
     @functools.cached_property
     def corpus(self):
         """The recipe's corpus, read on first use."""
-        task = self.recipe["task"]
+        task = self.recipe.task
         return corpora.load_corpus(
-            task["corpus"], level=task["level"], data_dir=task["data_dir"]
+            task.corpus, level=task.level, data_dir=task.data_dir
         )
 
     @functools.cached_property
@@ -71,7 +112,7 @@ class LanguageModelTask(Task):
         symbols (`corpora.cut_lines`); validation and test stay whole.
         """
         texts = self.corpus.splits()
-        cutoff = self.recipe["task"]["train_cutoff"]
+        cutoff = self.recipe.task.train_cutoff
         if cutoff is not None:
             texts["train"] = corpora.cut_lines(
                 texts["train"], cutoff, self.corpus.level
@@ -97,11 +138,11 @@ class LanguageModelTask(Task):
         sampled softmax over N log-uniform classes a step
         (`training.sampled_softmax.SampledSoftmaxModel`); evaluation and the
         saved model keep the full softmax."""
-        train = self.recipe["train"]
-        if not train["sampled_softmax"]:
+        train = self.recipe.train
+        if not train.sampled_softmax:
             return model
         sampler = sampled_softmax.LogUniformSampler(
-            train["sampled_softmax"], self.vocab_size, seed=train["seed"]
+            train.sampled_softmax, self.vocab_size, seed=train.seed
         )
         return sampled_softmax.SampledSoftmaxModel(model, sampler)
 
@@ -114,9 +155,9 @@ class LanguageModelTask(Task):
         inputs, targets = self._tbptt("train")
         if self.stateful:  # row b of a batch continues row b of the last one
             text = tf.data.Dataset.from_tensor_slices((inputs, targets))
-            train = self.recipe["train"]
-            callbacks = [ResetStatesEachEpoch(train["reset_every"])]
-            steps = train["max_steps_per_epoch"]
+            train = self.recipe.train
+            callbacks = [ResetStatesEachEpoch(train.reset_every)]
+            steps = train.max_steps_per_epoch
             if steps is None:
                 return text, callbacks
             # Epochs of `steps` batches of the text, read again and again.
@@ -145,8 +186,8 @@ class LanguageModelTask(Task):
         """
         segment = self.sequence_length * 8
         choice = compile_mode.choose(
-            self.recipe["train"]["jit_compile"],
-            self.recipe["model"]["units"],
+            self.recipe.train.jit_compile,
+            self.recipe.model.units,
             EVAL_ROWS,
             segment,
         )

@@ -1,6 +1,8 @@
 """Recognition of Dyck-n or palindromes (Mali et al. 2020) with the hybrid loss."""
 
+import dataclasses
 import functools
+from typing import ClassVar
 
 import numpy as np
 
@@ -8,10 +10,49 @@ import zoo
 from training import metrics as metrics_lib
 from training.callbacks import EpochMetrics
 from training.compiled import compiled
+from training.config.model_arguments import RecognizerArguments
+from training.config.option_fields import RecipeError, option
+from training.config.task_options import TaskOptions
 from training.data import dyck_strings, languages, one_edit, recognition_sets
 from training.data.batching import curriculum_limits, epoch_batches
 from training.data.tokenize import Vocabulary
 from training.tasks.task import Task, check_stateless
+
+# `task.step_labels`: the `accept` head's target at each step, the string's
+# label or the prefix's membership.
+STEP_LABELS = ("string", "prefix")
+# Which recognition strings train the next-symbol head (see RecognitionTask).
+NEXT_SYMBOL_LOSSES = ("all", "positives")
+
+
+@dataclasses.dataclass(frozen=True)
+class RecognitionOptions(TaskOptions):
+    """Mali et al.'s recognition sets of `language` (Dyck-n or a palindrome).
+
+    `split_scale` scales the paper's split sizes; `hard_negatives` says how
+    the hard negatives are made; `step_labels` and `next_symbol_loss` are
+    the targets (see `RecognitionTask`). Trains with a curriculum too
+    (`train.curriculum`: short strings first).
+    """
+
+    kind: ClassVar[str] = "recognition"
+    model_arguments: ClassVar[type] = RecognizerArguments
+    train_options: ClassVar[frozenset] = frozenset({"curriculum"})
+
+    language: str = option("D2")
+    split_scale: float = option(1.0, low=0, high=100, low_open=True)
+    step_labels: str = option("string", choices=STEP_LABELS)
+    hard_negatives: str = option("swap", choices=recognition_sets.HARD_NEGATIVES)
+    next_symbol_loss: str = option("all", choices=NEXT_SYMBOL_LOSSES)
+
+    def check(self, recipe):
+        try:
+            languages.vocabulary_size(self.language)
+        except ValueError as error:
+            raise RecipeError(str(error)) from None
+
+    def summary(self):
+        return f"recognition of {self.language}"
 
 
 class RecognitionTask(Task):
@@ -30,6 +71,7 @@ class RecognitionTask(Task):
     "The metric"), comparable between trials whose losses differ.
     """
 
+    options = RecognitionOptions
     head = "recognizer"
     search_objective = ("val_strict_positives", "max")
     # "train" for the tables' train columns; "test_mixed": their captions' test;
@@ -45,7 +87,7 @@ class RecognitionTask(Task):
     )
 
     def __init__(self, recipe, vocabulary=None):
-        self.language = recipe["task"]["language"]
+        self.language = recipe.task.language
         super().__init__(recipe, vocabulary)
         self.start_id = dyck_strings.START_ID
 
@@ -55,18 +97,15 @@ class RecognitionTask(Task):
     @functools.cached_property
     def arrays(self):
         """Split name -> `RecognitionArrays`, generated on first use."""
+        task, seed = self.recipe.task, self.recipe.train.seed
         splits = recognition_sets.mali_splits(
             self.language,
-            seed=self.recipe["train"]["seed"],
-            scale=self.recipe["task"]["split_scale"],
-            hard_negatives=self.recipe["task"]["hard_negatives"],
+            seed=seed,
+            scale=task.split_scale,
+            hard_negatives=task.hard_negatives,
         )
         splits.update(
-            one_edit.hard_splits(
-                self.language,
-                seed=self.recipe["train"]["seed"],
-                scale=self.recipe["task"]["split_scale"],
-            )
+            one_edit.hard_splits(self.language, seed=seed, scale=task.split_scale)
         )
         return {
             name: recognition_sets.frame(split, self.language)
@@ -83,12 +122,12 @@ class RecognitionTask(Task):
 
     def _columns(self, split):
         arrays = self.arrays[split]
-        if self.recipe["task"]["step_labels"] == "prefix":
+        if self.recipe.task.step_labels == "prefix":
             accept = arrays.prefix_labels  # is the prefix read so far a string?
         else:  # Mali et al.'s loss: the string's label at every step
             accept = np.broadcast_to(arrays.labels[:, None], arrays.mask.shape)
         next_mask = arrays.mask
-        if self.recipe["task"]["next_symbol_loss"] == "positives":
+        if self.recipe.task.next_symbol_loss == "positives":
             # A negative string is no sample of the language: its next
             # symbols are noise for a model of the language's strings.
             next_mask = arrays.mask * arrays.labels[:, None].astype(np.float32)
@@ -107,10 +146,10 @@ class RecognitionTask(Task):
 
     def _curriculum(self):
         """`epoch_shuffled`'s `lengths` and `limits` with `train.curriculum`, or {}."""
-        if not self.recipe["train"]["curriculum"]:
+        if not self.recipe.train.curriculum:
             return {}
         lengths = self.arrays["train"].lengths
-        limits = curriculum_limits(lengths, self.recipe["train"]["epochs"])
+        limits = curriculum_limits(lengths, self.recipe.train.epochs)
         return {"lengths": lengths, "limits": limits}
 
     def make_train_data(self):
@@ -123,7 +162,7 @@ class RecognitionTask(Task):
         order = self._curriculum()
         if not order:
             return None
-        return epoch_batches(**order, batch_size=self.recipe["train"]["batch_size"])
+        return epoch_batches(**order, batch_size=self.recipe.train.batch_size)
 
     def validation_data(self):
         return self._batched(self._columns("valid")).map(self._as_dicts)

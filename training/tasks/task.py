@@ -24,8 +24,14 @@ PREDICT_LENGTH_STEP = 64
 
 
 class Task:
-    """What every task shares: the recipe, the vocabulary, the language model."""
+    """What every task shares: the recipe, the vocabulary, the language model.
 
+    `options` is the class of the kind's `task` section (a frozen dataclass
+    of `training.config.task_options.TaskOptions`); `training.tasks.TASKS`
+    registers each kind by its `options.kind`.
+    """
+
+    options = None
     monitor = "val_loss"
     # What a hyperparameter search (`tuning.hypermodels`) optimizes: a column
     # of the epoch logs and "min" or "max"; `search_callbacks` log it where
@@ -74,24 +80,10 @@ class Task:
         return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
 
     def _builder_arguments(self):
-        # What `zoo.language_model` and `zoo.recognizer` both take.
-        model = self.recipe["model"]
+        """The builder's arguments: the recipe's `model` section, the vocabulary."""
         return {
-            "cell": model["cell"],
+            **self.recipe.model.builder_arguments(),
             "vocab_size": self.vocab_size,
-            "units": model["units"],
-            "embedding_dim": model["embedding_dim"],
-            "num_layers": model["num_layers"],
-            "dropout": model["dropout"],
-            **model["options"],
-        }
-
-    def _labeling_arguments(self, num_classes):
-        # What `zoo.tagger` and `zoo.classifier` both take.
-        return {
-            **self._builder_arguments(),
-            "num_classes": num_classes,
-            "bidirectional": self.recipe["model"]["bidirectional"],
         }
 
     def build_model(self, stateful=False, batch_size=None):
@@ -102,18 +94,13 @@ class Task:
         in float32 (see `zoo.language_model`). The global dtype policy is
         restored afterwards.
         """
-        with precision_policy(self.recipe["train"]["precision"]):
+        with precision_policy(self.recipe.train.precision):
             return self._build_model(stateful, batch_size)
 
     def _build_model(self, stateful, batch_size):
         """The recipe's language model (`zoo.language_model`)."""
-        model = self.recipe["model"]
         return zoo.language_model(
-            output_dropout=model["output_dropout"],
-            tie_embeddings=model["tie_embeddings"],
-            stateful=stateful,
-            batch_size=batch_size,
-            **self._builder_arguments(),
+            stateful=stateful, batch_size=batch_size, **self._builder_arguments()
         )
 
     def training_model(self, model):
@@ -184,12 +171,12 @@ class Task:
         (curriculum). With `train.max_steps_per_epoch`, the endless stream
         whose epochs are that many batches (`batching.capped_epochs`).
         """
-        train = self.recipe["train"]
+        train = self.recipe.train
         dataset, epoch = batching.epoch_shuffled(
             columns,
-            train["batch_size"],
-            train["seed"],
-            steps_per_epoch=train["max_steps_per_epoch"],
+            train.batch_size,
+            train.seed,
+            steps_per_epoch=train.max_steps_per_epoch,
             **order,
         )
         return dataset, [epoch]
@@ -217,8 +204,8 @@ class Task:
         rows, length = inputs.shape
         padded_length = -(-length // PREDICT_LENGTH_STEP) * PREDICT_LENGTH_STEP
         choice = compile_mode.choose(
-            self.recipe["train"]["jit_compile"],
-            self.recipe["model"]["units"],
+            self.recipe.train.jit_compile,
+            self.recipe.model.units,
             min(rows, PREDICT_BATCH),
             padded_length,
         )
@@ -238,7 +225,7 @@ class Task:
 def precision_policy(name):
     """Sets Keras's global dtype policy to `name` inside the block.
 
-    `name` is one of `training.recipes.PRECISIONS`; layers take the policy
+    `name` is one of `training.config.train_options.PRECISIONS`; layers take the policy
     when they are made, so a model built inside keeps it.
     """
     previous = keras.config.dtype_policy()

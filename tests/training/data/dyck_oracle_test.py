@@ -159,7 +159,7 @@ def test_a_string_of_another_split_is_refused():
 def test_a_length_range_the_sampler_cannot_draw_is_one_line(task, message):
     task = {"k": 2, "m": 4, "train_min_length": 1, "train_max_length": None, **task}
     with pytest.raises(ValueError, match=message) as error:
-        dyck_oracle.check_task_lengths(task)
+        dyck_oracle.check_task_lengths(*task.values())
     assert "\n" not in str(error.value)
 
 
@@ -189,6 +189,5 @@ def test_the_measured_floor_of_the_report_scale_m4_split():
 def test_a_length_range_the_sampler_rarely_ends_in_is_refused():
     # Out of the recipes' reach (task.m <= 32 keeps at least 1/64 of the
     # samples), but the check is the sampler's own.
-    task = {"k": 2, "m": 1000, "train_min_length": 2000, "train_max_length": 2001}
     with pytest.raises(ValueError, match=r"ends 0.0089 of its Dyck-\(2, 1000\)"):
-        dyck_oracle.check_task_lengths(task)
+        dyck_oracle.check_task_lengths(2, 1000, 2000, 2001)
