@@ -59,7 +59,7 @@ def every_cell():
 def train(recipe_json, run_dir):
     from training import fitting, runs
 
-    recipe = json.loads(Path(recipe_json).read_text())
+    recipe = runs.read_recipe(Path(recipe_json))
     metrics = runs.train_run(recipe, run_dir)
     log = Path(run_dir) / runs.LOG
     rows = list(csv.DictReader(log.open())) if log.exists() else []
