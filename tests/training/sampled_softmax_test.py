@@ -151,6 +151,8 @@ def fitted(model, sampler, inputs, targets, jit_compile):
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,
     )
+    if jit_compile is True:
+        assert model.jit_compile  # not refused (op determinism left on)
     history = model.fit(inputs, targets, batch_size=4, epochs=2, shuffle=False)
     return history.history["loss"], model.get_weights()
 
