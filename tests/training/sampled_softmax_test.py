@@ -162,8 +162,7 @@ def fitted(model, sampler, inputs, targets, jit_compile):
     [
         (False, False, "float32"),
         (False, True, "float32"),
-        (True, False, "float32"),
-        (False, False, "mixed_bfloat16"),
+        (True, False, "mixed_bfloat16"),  # two independent paths in one case
     ],
 )
 def test_every_class_once_trains_as_the_full_softmax(tied, jit_compile, precision):
