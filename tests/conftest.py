@@ -9,13 +9,90 @@ runs its own session) points `tempfile` at a folder of its own, and the
 processes its tests start at the same folder through `TMPDIR` (they inherit
 the environment), and removes it when its session ends
 (`tests/temporary_files_test.py` checks that nothing is left).
+
+The two pytest-xdist workers (pyproject.toml's `-n 2`) are given whole
+test files (`FileScheduling`), so a module's fixtures are made once; the
+files that read the tiny runs of tests/training/conftest.py's session
+fixtures go to one worker together, which trains each of them once.
+
+XLA compiles without LLVM's optimizations here (`XLA_FLAGS`, which the
+processes the tests start inherit): a test's compiled program runs a few
+steps, so compiling it costs more than running it, and every program of a
+test (and of the runs it compares) compiles alike.
+
+Python's garbage collector is frozen once the tests are collected: the
+objects TensorFlow, Keras and the test modules made on import live to the
+end, and every full collection would walk them again (Keras Tuner collects
+twice a trial; Keras's `clear_session` once).
 """
 
+import functools
+import gc
 import os
+import re
 import shutil
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
+
+# Before TensorFlow or JAX compiles anything (they read it then).
+UNOPTIMIZED = "--xla_backend_optimization_level=0"
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {UNOPTIMIZED}".strip()
+
+# tests/training/conftest.py's session fixtures: trained runs shared by files.
+SHARED_RUNS = re.compile(r"\b(tiny_runs|dyck_run|language_model_run)\b")
+
+
+@functools.cache
+def reads_shared_runs(path):
+    """Whether the test file at `path` asks for a `SHARED_RUNS` fixture."""
+    return bool(SHARED_RUNS.search(Path(path).read_text()))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler for `-n`: whole files (`FileScheduling`)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    # In collection order, not largest file first: tests/zoo's many small
+    # files come last and even out the two workers' ends.
+    config.option.loadscopereorder = False
+
+    class FileScheduling(LoadScopeScheduling):
+        """A file is a unit of work; the files of `SHARED_RUNS` are one."""
+
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::")[0]
+            shared = reads_shared_runs(config.rootpath / path)
+            return "shared runs" if shared else path
+
+    return FileScheduling(config, log)
+
+
+def pytest_collection_finish(session):
+    """Moves what importing and collecting made out of the collector's sight."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.fixture(autouse=True)
+def op_determinism_off():
+    """TensorFlow's op determinism off again after each test.
+
+    A training run turns it on for graph steps (`training.compile_mode`)
+    and leaves it on, and Keras then refuses XLA (a warning, and graph steps
+    instead): a later test that compiles would test the graph. TensorFlow
+    is left alone in a process that has not imported it (the other
+    backends' runs).
+    """
+    yield
+    if "tensorflow" in sys.modules:
+        from tensorflow.python.framework import config
+
+        config.disable_op_determinism()
 
 
 @pytest.fixture(scope="session", autouse=True)

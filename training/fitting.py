@@ -255,6 +255,11 @@ def fit(
             jit_compile=bool(jit_compile),
             steps_per_execution=steps_per_execution,
         )
+        # Keras 3.15's TensorFlow trainer with no strategy builds the optimizer
+        # inside the first traced train step, and TensorFlow traces a step that
+        # made variables twice; built here, the step is traced once.
+        if model.built and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
     compile_mode.check_applied(model, jit_compile)
     callbacks = [
         *task.validation_callbacks(),  # first: the others read what they log

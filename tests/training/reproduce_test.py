@@ -1,3 +1,4 @@
+import contextlib
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from training import (
     table_runs,
     table_schema,
     table_summary,
+    train,
 )
 
 BAD_INPUTS = [
@@ -327,6 +329,35 @@ def test_a_wrong_record_is_refused(
     assert not (tmp_path / "o").exists()
 
 
+class TrainingHere:
+    """Stands in for `subprocess.Popen` of a run's `training.train` command
+    (`table_runs.Job`): trains in this process, to the end, writing what the
+    command prints to the run's log, and is then a finished process.
+
+    The runner's own processes (started, killed, resumed, in shards) are the
+    `processes` tests' below; these tests read what a finished run leaves.
+    """
+
+    def __init__(self, command, stdout, **kwargs):
+        assert command[1:3] == ["-m", "training.train"], command
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stdout):
+            try:
+                self.returncode = train.main(command[3:])
+            except SystemExit as stop:  # a refused argument or an interrupt
+                self.returncode = stop.code
+
+    def poll(self):
+        return self.returncode
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+
+@pytest.fixture
+def training_here(monkeypatch):
+    monkeypatch.setattr(table_runs.subprocess, "Popen", TrainingHere)
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """The tiny table at one seed, trained once: its file, OUT and RESULTS."""
@@ -335,7 +366,9 @@ def trained(tmp_path_factory):
     table.write_text(TINY_TABLE)
     out, records = folder / "out", folder / "results"
     argv = ["--seeds", "1", "--jobs", "2", "--out", str(out), "--results"]
-    assert reproduce.main([str(table), *argv, str(records)]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(table_runs.subprocess, "Popen", TrainingHere)
+        assert reproduce.main([str(table), *argv, str(records)]) == 0
     return table, out, records
 
 
@@ -428,7 +461,7 @@ def test_a_damaged_run_is_named_and_left_out(
     assert "Not run yet: small (seed 0)." in (out / "tiny.md").read_text()
 
 
-def test_a_damaged_run_is_trained_again(trained, tmp_path, capsys):
+def test_a_damaged_run_is_trained_again(trained, training_here, tmp_path, capsys):
     out = _copy_out(trained, tmp_path)
     run_dir = out / "runs" / "small" / "seed-0"
     _truncate(run_dir / "metrics.json")
@@ -514,7 +547,24 @@ def test_runs_resumes_after_a_kill_and_aggregates(tiny_table, tmp_path):
     assert output.count("seed") >= 3  # a line per finished run
 
 
-def test_a_resumed_run_does_not_count_the_time_it_lay_killed(tiny_table, tmp_path):
+class Killed:
+    """A training process killed as soon as it started (`subprocess.Popen`'s
+    stand-in): the runner's bookkeeping is what is tested."""
+
+    def __init__(self, command, **kwargs):
+        self.returncode = None
+
+    def kill(self):
+        self.returncode = -signal.SIGKILL
+
+    def wait(self, timeout=None):
+        return self.returncode
+
+
+def test_a_resumed_run_does_not_count_the_time_it_lay_killed(
+    tiny_table, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(table_runs.subprocess, "Popen", Killed)
     # A run killed 1,000 s ago, 10 s into its first attempt (after 5 s of
     # earlier attempts), resumed now: the killed attempt counts 10 s.
     table = table_schema.load_table(str(tiny_table))

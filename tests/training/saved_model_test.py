@@ -3,6 +3,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,18 +21,24 @@ from training.saved_model import UNK_HINT, export_model, export_run
 from zoo.tokenizer import Tokenizer
 
 
-def test_export_serves_the_runs_model(dyck_run, tmp_path):
-    saved = export_run(dyck_run, tmp_path / "saved_model")
-    loaded = tf.saved_model.load(str(saved))
+@pytest.fixture(scope="module")
+def dyck_saved(dyck_run, tmp_path_factory):
+    """The SavedModel of the shared `dyck_run`, exported once for the tests
+    that only read it."""
+    return export_run(dyck_run, tmp_path_factory.mktemp("dyck") / "saved_model")
+
+
+def test_export_serves_the_runs_model(dyck_run, dyck_saved):
+    loaded = tf.saved_model.load(str(dyck_saved))
     ids = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
     expected = runs.load_run(dyck_run).model(ids)
     np.testing.assert_allclose(loaded.serve(tf.constant(ids)), expected, atol=1e-5)
 
 
 def test_serve_refuses_ids_outside_the_vocabulary_and_takes_zero_steps(
-    dyck_run, tmp_path
+    dyck_run, dyck_saved
 ):
-    loaded = tf.saved_model.load(str(export_run(dyck_run, tmp_path / "saved")))
+    loaded = tf.saved_model.load(str(dyck_saved))
     size = len(runs.load_vocabulary(dyck_run))
     # A negative id was looked up wrapped around, silently.
     for ids in ([[1, -1, 3]], [[1, size, 3]]):
@@ -138,9 +145,9 @@ def test_serve_text_takes_an_empty_batch(kind, tmp_path, language_model_run, exp
     assert all(value.shape[0] == 1 for value in one.values())
 
 
-def test_export_replaces_only_an_earlier_export(dyck_run, tmp_path):
+def test_export_replaces_only_an_earlier_export(dyck_run, dyck_saved, tmp_path):
     out = tmp_path / "out"
-    export_run(dyck_run, out)
+    shutil.copytree(dyck_saved, out)  # an export of ours, as export_run writes it
     (out / "stale.txt").write_text("from before\n")
     export_run(dyck_run, out)  # an earlier export of ours: replaced whole
     assert (out / "saved_model.pb").exists() and not (out / "stale.txt").exists()
@@ -210,8 +217,8 @@ def test_the_documented_snippet_reads_each_string_of_a_batch_after_its_end(tmp_p
     assert np.argmax(namespace["after_last"], -1).tolist() == [1, 0, 1]
 
 
-def test_serve_text_names_a_token_the_vocabulary_lacks(dyck_run, tmp_path):
-    loaded = tf.saved_model.load(str(export_run(dyck_run, tmp_path / "saved")))
+def test_serve_text_names_a_token_the_vocabulary_lacks(dyck_run, dyck_saved):
+    loaded = tf.saved_model.load(str(dyck_saved))
     tokenizer = runs.load_run(dyck_run).task.tokenizer()
     with pytest.raises(tf.errors.InvalidArgumentError) as error:
         loaded.serve_text(tf.constant(["(a a)", "(a (c foo"]))

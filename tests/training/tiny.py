@@ -11,6 +11,10 @@ from training import recipes, runs
 # (`extra=["train.jit_compile=auto"]`); tests/training/compile_mode_test.py
 # and the kill-and-resume test train compiled.
 NO_XLA = "train.jit_compile=false"
+# The tiny recognizer with an LSTM for its stack cell, for tests of the fit
+# path under XLA, where the cell is not what is tested: its step compiles in
+# a fraction of the differentiable stack's time.
+LSTM_RECOGNIZER = ["model.cell=lstm", "model.options={}"]
 
 TINY = {
     "dyck": [

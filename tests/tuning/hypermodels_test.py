@@ -7,7 +7,7 @@ import zoo.cells.diffstk  # noqa: F401  registers diffstk_*
 import zoo.cells.multi_matrix  # noqa: F401  registers mmrnn, mmlstm
 import zoo.cells.second_order  # noqa: F401  registers second_order_lstm
 import zoo.cells.stack_rnn  # noqa: F401  registers stack_rnn
-from tests.training.tiny import tiny_recipe
+from tests.training.tiny import LSTM_RECOGNIZER, tiny_recipe
 from training import recipes
 from training.tasks import make_task
 from tuning.hypermodels import RecurrentHyperModel
@@ -304,7 +304,8 @@ def test_recipe_keys_are_searched_for_every_cell():
 
 
 def test_recognition_is_scored_by_strict_accuracy_over_several_seeds():
-    recipe = tiny_recipe("recognition", extra=["train.epochs=1"])
+    # An LSTM recognizer: the task and the seeds are what is tested.
+    recipe = tiny_recipe("recognition", extra=["train.epochs=1", *LSTM_RECOGNIZER])
     hypermodel = RecurrentHyperModel(
         recipe, units=4, num_layers=1, dropout=0.0, seeds_per_trial=2
     )

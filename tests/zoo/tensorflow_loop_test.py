@@ -43,20 +43,35 @@ def outputs_and_gradients(layer, x, mask, function):
     return run(x, mask)
 
 
-@pytest.mark.parametrize(
-    "cell", ["lstm", "gru", "mlstm", "mmlstm", "second_order_lstm"]
-)
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"return_sequences": True},
-        {"return_sequences": False},
-        {"return_sequences": True, "go_backwards": True},
-        {"return_sequences": True, "return_state": True},
-        {"return_sequences": True, "zero_output_for_mask": True},
-    ],
-    ids=["sequences", "last", "backwards", "state", "zero_output"],
-)
+OPTIONS = {
+    "sequences": {"return_sequences": True},
+    "last": {"return_sequences": False},
+    "backwards": {"return_sequences": True, "go_backwards": True},
+    "state": {"return_sequences": True, "return_state": True},
+    "zero_output": {"return_sequences": True, "zero_output_for_mask": True},
+}
+# The loop takes each option the same way whatever the cell: every option
+# with the LSTM, and every other cell (one state or several, choices, a
+# cell of cells) with all the options of a sequence at once.
+EVERY = {
+    "return_sequences": True,
+    "go_backwards": True,
+    "return_state": True,
+    "zero_output_for_mask": True,
+}
+CASES = [
+    *(
+        pytest.param("lstm", options, id=f"lstm-{name}")
+        for name, options in OPTIONS.items()
+    ),
+    *(
+        pytest.param(cell, EVERY, id=f"{cell}-every")
+        for cell in ("gru", "mlstm", "mmlstm", "second_order_lstm")
+    ),
+]
+
+
+@pytest.mark.parametrize("cell, options", CASES)
 @pytest.mark.parametrize("function", [tf.function, lambda f: f], ids=["graph", "eager"])
 def test_outputs_and_gradients_equal_keras_loop(cell, options, function):
     keras.utils.set_random_seed(0)
