@@ -449,3 +449,12 @@ def regenerate_document(document, results_dir):
     if updated != text:
         write_atomically(path, updated)
     return names, updated != text
+
+
+def report_document(document, results_dir):
+    """`regenerate_document`, and the line `--report` prints: which table
+    sections were regenerated from where, and whether the file changed."""
+    names, changed = regenerate_document(document, results_dir)
+    state, tables = "changed" if changed else "unchanged", ", ".join(names)
+    where = f"{len(names)} table sections from {results_dir} ({state})"
+    return f"{document}: {where}: {tables or 'none'}"

@@ -9,7 +9,7 @@
 Every row x seed is a `python -m training.train` run, recorded in RESULTS; the
 same command resumes a killed sweep. Behind it: `training.table_sweep` (how
 runs are shared, recorded, set aside and kept apart by backend),
-`training.records.regenerate_document` (--report) and `training.backfill`.
+`training.records.report_document` (--report) and `training.backfill`.
 """
 
 import sys
@@ -93,10 +93,7 @@ def main(argv=None):
             print(f"{results_dir}: {len(changed)} records backfilled")
             return 0
         if args.report is not None:
-            names, changed = records.regenerate_document(args.report, results_dir)
-            state, tables = "changed" if changed else "unchanged", ", ".join(names)
-            where = f"{len(names)} table sections from {results_dir} ({state})"
-            print(f"{args.report}: {where}: {tables or 'none'}")
+            print(records.report_document(args.report, results_dir))
             return 0
         options = ("out", "seeds", "only", "shard", "jobs", "threads", "backend")
         sweep = table_sweep.prepare(

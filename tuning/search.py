@@ -101,9 +101,8 @@ def main(argv=None):
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     command = " ".join(["python -m tuning.search", *(argv or sys.argv[1:])])
-    verbose = args.verbose
-    if verbose is None:
-        verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
+    default = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
+    verbose = default if args.verbose is None else args.verbose
     try:
         lines, status = search.run(verbose, command)
     except KeyboardInterrupt:
