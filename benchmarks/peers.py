@@ -16,12 +16,12 @@ Rows (each trains `--epochs` epochs of `--batches` batches; a step's time is
 the best epoch from the second on, in wall and in CPU seconds):
 - `xla`: the zoo model on TensorFlow compiled with `jit_compile=True` and the
   steps a call (`steps_per_execution`) that `training.train` would group
-  under XLA (`training.compile_mode.choose_steps`: 32 for a step with
+  under XLA (`training.core.compile_mode.choose_steps`: 32 for a step with
   `batch x units x length <= CPU_XLA_LIMIT`, else 1);
 - `graph`: the same with `jit_compile=False`, one step a call;
 - `zoo default`: not run on its own but read from those two: what
   `training.train` uses, `zoo.default_jit_compile(units, batch, length)` and
-  `training.compile_mode.choose_steps` (32 steps a call under XLA, else 1);
+  `training.core.compile_mode.choose_steps` (32 steps a call under XLA, else 1);
 - `keras_loop` (`--keras-loop`): the `xla` row with
   `zoo.backbone.tensorflow_loop` and `zoo.models.tensorflow_steps` replaced
   by the identity before the model is built, i.e. Keras's own TensorFlow
@@ -109,7 +109,7 @@ def data(shape, batches, seed=0):
 def default_settings(units, length, batches):
     """`(jit_compile, steps_per_execution)` that `training.train` would use."""
     import zoo
-    from training import compile_mode
+    from training.core import compile_mode
 
     jit = bool(zoo.default_jit_compile(units, BATCH, length))
     steps = compile_mode.choose_steps("auto", jit, (units, BATCH, length), batches)
@@ -146,9 +146,9 @@ def run_keras(row, shape, cell, units, batches, epochs):
     if row == "graph":
         jit, steps = False, 1
     elif row == "jax":
-        jit, steps = True, min(32, batches)  # training.compile_mode.AUTO_STEPS
+        jit, steps = True, min(32, batches)  # training.core.compile_mode.AUTO_STEPS
     else:  # XLA with the steps a call training.train would group
-        from training import compile_mode
+        from training.core import compile_mode
 
         jit = True
         shape_of_step = (units, BATCH, length)
@@ -385,7 +385,7 @@ def main():
         best = {tuple(result["key"]): result for result in saved["results"]}
         return report(with_default(best, args), saved["rows"], args)
 
-    from training import compile_mode
+    from training.core import compile_mode
 
     rows = [*args.rows, *(["keras_loop"] if args.keras_loop else [])]
     print(

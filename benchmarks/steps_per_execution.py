@@ -32,7 +32,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from training import fitting, recipes, runs
+from training import recipes, runs
+from training.core import fitting
 from training.tasks import make_task
 
 

@@ -1,6 +1,6 @@
 """Training, evaluation, export and the CLIs around the zoo's models."""
 
-from training import backends as _backends
+from training.core import backends as _backends
 
 # Before any submodule imports Keras: a missing backend package is one line.
 _backends.require()

@@ -4,7 +4,7 @@ Importing Keras takes seconds, so a command (`python -m training.train`,
 ...) reads its arguments before it imports Keras or TensorFlow: `--help`
 and a wrong argument answer at once. Its module imports at the top only the
 standard library, this module and modules that import neither (`training`,
-`training.backends`, `training.recipe_files`); what loads Keras is imported
+`training.core.backends`, `training.core.recipe_files`); what loads Keras is imported
 inside the functions that use it. This module imports neither either, and
 whatever a parser lists (recipes, tables, scales) comes from files or plain
 constants. `tests/training/command_line_test.py` checks every command's
@@ -42,7 +42,7 @@ import sys
 import textwrap
 import threading
 
-from training import recipe_files
+from training.core import recipe_files
 
 # TensorFlow's C++ log level of a command unless the user set one: errors only.
 LOG_LEVEL = "2"

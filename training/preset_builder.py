@@ -172,7 +172,8 @@ def remeasure(preset):
     their data's split.
     """
     import zoo
-    from training import file_schema, runs, table_schema
+    from training import runs, table_schema
+    from training.core import file_schema
     from training.tasks import make_task
 
     directory = zoo.presets.preset_dir(preset)
@@ -233,7 +234,8 @@ def save_preset(
     import tensorflow as tf
 
     import zoo
-    from training import file_schema, run_dirs, runs, table_schema
+    from training import run_dirs, runs, table_schema
+    from training.core import file_schema
     from zoo.checks import check_number
 
     path = Path(path)

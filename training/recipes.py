@@ -6,20 +6,20 @@ goes to the cell), `train` (optimizer, epochs, callbacks) and `small`, which
 holds the same tables again with the values that shrink the experiment from
 the paper's scale to minutes on 2 CPU cores. `resolve` merges the recipe,
 the scale and the user's `section.key=value` overrides into a
-`training.config.recipe_loader.Recipe` of the kind's sections, refusing any
+`training.core.config.recipe_loader.Recipe` of the kind's sections, refusing any
 key the kind does not take and checking every value and combination before
 any data is built; `from_saved` reads a run's `recipe.json` back. A recipe
 file (or `recipe.json`) from before recipes were typed holds every key of
 every kind: those that do not apply to its kind are read only at their
 defaults (`recipe_loader.leave_out_defaults`). Which
 keys a kind takes, their defaults and ranges, are its section classes'
-(`training.config`, `training.tasks`).
+(`training.core.config`, `training.tasks`).
 """
 
-from training import recipe_files
-from training.config import recipe_loader
-from training.config.option_fields import RecipeError, field_names
-from training.config.recipe_loader import Recipe, parse_override  # noqa: F401
+from training.core import recipe_files
+from training.core.config import recipe_loader
+from training.core.config.option_fields import RecipeError, field_names
+from training.core.config.recipe_loader import Recipe, parse_override  # noqa: F401
 from training.tasks import TASKS
 
 SCALES = recipe_files.SCALES

@@ -44,8 +44,6 @@ import subprocess
 from pathlib import Path
 
 from training import (
-    compile_mode,
-    file_schema,
     history,
     recipes,
     runs,
@@ -53,7 +51,8 @@ from training import (
     table_schema,
     table_summary,
 )
-from training.callbacks import write_atomically
+from training.core import compile_mode, file_schema
+from training.core.callbacks import write_atomically
 
 TIMING = "timing.json"
 HOST = "host.json"
@@ -297,7 +296,7 @@ def read_record(folder, run, results, quantities=()):
 
     Raises:
         TableError: a file is missing, not JSON or not of its schema
-            (`training.file_schema`: a metric that is NaN or a string, a
+            (`training.core.file_schema`: a metric that is NaN or a string, a
             parameter count that is not a number, ...), or the record holds
             another recipe than `run` asks for (the table changed since).
     """

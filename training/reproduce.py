@@ -15,7 +15,8 @@ runs are shared, recorded, set aside and kept apart by backend),
 import sys
 import time
 
-from training import backends, command_line, recipe_files
+from training import command_line
+from training.core import backends, recipe_files
 
 EXAMPLES = (
     (

@@ -42,7 +42,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from training.callbacks import RunBackup, backup_field_error, write_atomically
+from training.core.callbacks import RunBackup, backup_field_error, write_atomically
 
 RECIPE, VOCABULARY, BEST, METRICS = (
     "recipe.json",

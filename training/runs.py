@@ -27,8 +27,9 @@ from pathlib import Path
 import keras
 
 import zoo
-from training import backends, compile_mode, file_schema, fitting, recipes, run_dirs
-from training.callbacks import AtomicModelCheckpoint, RunBackup
+from training import recipes, run_dirs
+from training.core import backends, compile_mode, file_schema, fitting
+from training.core.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
 from training.run_dirs import (  # noqa: F401 (re-exported: this module's API too)
     BACKUP,
@@ -77,7 +78,7 @@ def read_recipe(path):
     """The `Recipe` a run saved at `path`, keys added since at their defaults.
 
     A one-line `RunError` naming the file and the field unless it is a recipe
-    (`training.file_schema.Recipe`: every check `recipes.resolve` makes),
+    (`training.core.file_schema.Recipe`: every check `recipes.resolve` makes),
     in its typed form or the full form of runs from before it.
     """
     return _recipe(read_json(path), path)
@@ -144,7 +145,7 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     to compile with XLA (`compile_choice`; op determinism on without it) and
     how many steps each call runs (`steps_choice`),
     writes `recipe.json` and `vocabulary.json`, fits with
-    `training.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
+    `training.core.fitting.fit` (checkpoints, backup and logs in `run_dir`), then
     evaluates the best model on every split of the task and writes
     `metrics.json`, with the compile mode under `"jit_compile"`, the steps
     per call under `"steps_per_execution"`, whether a group of them ran as
@@ -161,7 +162,7 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     another recipe, a preset, a record of results/ or files training does
     not write is a `RunError`, and so is a backup whose metadata cannot be
     resumed from (`run_dirs.read_backup`). The model is built and fitted in the scope of
-    `training.fitting.distribution_strategy` (`train.distribute`); in a
+    `training.core.fitting.distribution_strategy` (`train.distribute`); in a
     multi-worker run only the chief writes `run_dir`, the other workers
     train in temporary directories and return their (equal) metrics. Prints
     nothing but Keras's progress at `verbose`.
@@ -478,7 +479,7 @@ def load_run(run_dir, precision=None):
     Args:
         run_dir: The run directory.
         precision: The dtype policy to rebuild the model under (one of
-            `training.config.train_options.PRECISIONS`), e.g. `"float32"` for
+            `training.core.config.train_options.PRECISIONS`), e.g. `"float32"` for
             a run trained in mixed precision; the run's `recipe` and `task`
             then carry it.
             Default: the run's own `train.precision`.

@@ -58,7 +58,8 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from training import backends, run_dirs, runs
+from training import run_dirs, runs
+from training.core import backends
 
 UNK_HINT = "serve_text_unk reads them as <unk>"  # what an unknown token's error adds
 

@@ -11,7 +11,7 @@ Each rule answers at every step, as a model's `accept` output does, from the
 prefix read so far, and always names the first symbol of the alphabet as
 the next symbol (an open bracket: legal after every prefix of a Dyck
 string; `a` on palindromes); the rules' metrics are the models'
-(`training.metrics.recognition_metrics`), on the same splits, the hard ones
+(`training.core.metrics.recognition_metrics`), on the same splits, the hard ones
 included (`training.data.one_edit`).
 
 - majority class: the training split's more common string label (reject on
@@ -26,7 +26,8 @@ import functools
 
 import numpy as np
 
-from training import metrics, table_schema
+from training import table_schema
+from training.core import metrics
 from training.data import languages, one_edit, recognition_sets
 
 RULE_SEEDS = (0,)

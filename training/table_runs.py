@@ -21,15 +21,9 @@ import time
 import zipfile
 from pathlib import Path
 
-from training import (
-    file_schema,
-    records,
-    runs,
-    table_baselines,
-    table_schema,
-    table_summary,
-)
-from training.callbacks import write_atomically
+from training import records, runs, table_baselines, table_schema, table_summary
+from training.core import file_schema
+from training.core.callbacks import write_atomically
 
 TIMING = records.TIMING
 LOCK = ".lock"

@@ -34,7 +34,7 @@ A table is a TOML file in `training/tables/` (or any path ending in `.toml`):
 Every row x seed is an ordinary training run: the recipe at its scale with
 the row's overrides and `train.seed=SEED`, in its own run directory
 `OUT/runs/ROW/seed-SEED`. `load_table` reads a table file (found and read
-by `training.recipe_files`), `plan` lists its runs and `shard` one
+by `training.core.recipe_files`), `plan` lists its runs and `shard` one
 process's share of them; `training.table_runs` trains and records them and
 `training.table_summary` summarizes their metrics.
 """
@@ -42,7 +42,8 @@ process's share of them; `training.table_runs` trains and records them and
 import dataclasses
 from pathlib import Path
 
-from training import file_schema, history, recipe_files, recipes
+from training import history, recipes
+from training.core import file_schema, recipe_files
 
 BETTER = ("higher", "lower")
 # A metric key `history.NAME` reads the quantity NAME of `training.history`

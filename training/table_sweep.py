@@ -41,7 +41,8 @@ import fcntl
 import os
 from pathlib import Path
 
-from training import backends, records, runs, table_runs, table_schema
+from training import records, runs, table_runs, table_schema
+from training.core import backends
 
 AGGREGATE_LOCK = ".aggregate.lock"
 

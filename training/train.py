@@ -13,7 +13,8 @@ its last finished epoch. The library function behind it is
 import sys
 from pathlib import Path
 
-from training import command_line, recipe_files
+from training import command_line
+from training.core import recipe_files
 
 DEFAULT_RECIPE = "dyck2_dyck_rnn"
 # How overrides are written; each example line is one that works with the
@@ -93,7 +94,8 @@ def _train_and_export(args, run_dir):
     # An unknown recipe is refused before Keras is imported (seconds).
     recipe_files.find(args.recipe, recipe_files.RECIPE_DIR, "recipe", ValueError)
     command_line.start_tensorflow()
-    from training import evaluation, fitting, recipes, runs, saved_model
+    from training import evaluation, recipes, runs, saved_model
+    from training.core import fitting
 
     recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
     verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch

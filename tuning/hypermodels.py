@@ -45,9 +45,9 @@ import keras_tuner
 import numpy as np
 
 import zoo
-from training import fitting
-from training.config.model_arguments import ModelArguments
-from training.config.option_fields import range_of
+from training.core import fitting
+from training.core.config.model_arguments import ModelArguments
+from training.core.config.option_fields import range_of
 from training.tasks import make_task
 from tuning.search_space import (
     CELL_OPTION_CHOICES,
@@ -427,7 +427,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     def fit(self, hp, model, *args, **kwargs):
         """Trains `model` as `training.train` trains the trial's recipe.
 
-        Compiles and fits with `training.fitting.fit`: the data, epochs and
+        Compiles and fits with `training.core.fitting.fit`: the data, epochs and
         callbacks come from the recipe, with the task's `search_callbacks`
         (which log the objective) first; the tuner's keyword arguments
         (`callbacks`, `epochs`, `initial_epoch` from Hyperband, `verbose`,

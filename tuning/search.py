@@ -13,7 +13,8 @@ The library behind it: `tuning.tuners` (resuming, distributed searches) and
 
 import sys
 
-from training import command_line, recipe_files
+from training import command_line
+from training.core import recipe_files
 from tuning import tuners
 
 EXAMPLES = (

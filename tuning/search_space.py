@@ -15,8 +15,8 @@ import json
 
 import zoo
 from training import recipes
-from training.config.model_arguments import RecognizerArguments
-from training.config.option_fields import range_of
+from training.core.config.model_arguments import RecognizerArguments
+from training.core.config.option_fields import range_of
 from zoo.checks import check_number, check_positive_int
 
 # The architecture knobs that exist only for some cells: a cell constructor

@@ -2,7 +2,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe, train_text_run
-from training import plots, runs
+from training import runs
+from training.core import plots
 from training.data import (
     blimp_sentences,
     corpora,

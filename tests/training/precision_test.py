@@ -7,7 +7,8 @@ import tensorflow as tf
 
 import zoo
 from tests.training.tiny import tiny_recipe
-from training import fitting, recipes, runs, saved_model
+from training import recipes, runs, saved_model
+from training.core import fitting
 from training.tasks import make_task
 
 MIXED = ("mixed_bfloat16", "mixed_float16")

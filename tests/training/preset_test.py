@@ -10,7 +10,6 @@ from tests.training.tiny import TINY
 from training import (
     evaluate,
     export,
-    file_schema,
     generate,
     generation,
     preset,
@@ -21,6 +20,7 @@ from training import (
     table_schema,
 )
 from training.analysis import ldpa
+from training.core import file_schema
 from zoo.tokenizer import Tokenizer
 
 

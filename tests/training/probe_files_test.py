@@ -19,7 +19,6 @@ from tests.training.tiny import TINY, TINY_TABLE, write_suites
 from training import (
     analyze,
     evaluate,
-    fitting,
     generate,
     generation,
     preset,
@@ -28,6 +27,7 @@ from training import (
     table_schema,
     train,
 )
+from training.core import fitting
 from training.data import files
 from tuning import search
 

@@ -41,7 +41,7 @@ from training import (
     table_sweep,
     train,
 )
-from training.callbacks import RunBackup
+from training.core.callbacks import RunBackup
 
 ROOT = Path(__file__).resolve().parents[2]
 # Three epochs whose validation loss falls each epoch, so the best model of

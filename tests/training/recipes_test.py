@@ -7,8 +7,8 @@ import keras
 import pytest
 
 from training import recipes, runs, table_schema
-from training.config import option_fields
-from training.config.train_options import TrainOptions
+from training.core.config import option_fields
+from training.core.config.train_options import TrainOptions
 from training.data.tokenize import Vocabulary
 from training.tasks import TASKS, make_task
 

@@ -57,7 +57,8 @@ def every_cell():
 
 
 def train(recipe_json, run_dir):
-    from training import fitting, runs
+    from training import runs
+    from training.core import fitting
 
     recipe = runs.read_recipe(Path(recipe_json))
     metrics = runs.train_run(recipe, run_dir)

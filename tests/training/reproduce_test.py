@@ -14,7 +14,6 @@ import scipy.stats
 
 from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
 from training import (
-    compile_mode,
     recipes,
     records,
     reproduce,
@@ -23,6 +22,7 @@ from training import (
     table_summary,
     train,
 )
+from training.core import compile_mode
 
 BAD_INPUTS = [
     (["no_such_table"], "Unknown table 'no_such_table'"),

@@ -14,7 +14,7 @@ import pytest
 
 from tests.training.tiny import LSTM_RECOGNIZER, RECIPE_OF, TINY, tiny_recipe
 from training import recipes, runs
-from training.callbacks import RunBackup
+from training.core.callbacks import RunBackup
 
 ROOT = Path(__file__).resolve().parents[2]
 # With these the validation loss goes up in epoch 1 (1.165, 1.218, 0.942), so

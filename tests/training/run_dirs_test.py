@@ -9,7 +9,7 @@ import pytest
 
 import zoo
 from training import recipes, records, run_dirs, table_runs
-from training.callbacks import RunBackup
+from training.core.callbacks import RunBackup
 
 RECIPE = recipes.resolve("tiny_dyck_lstm", "small", ["train.epochs=3"])
 

@@ -6,8 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from training import fitting, recipes
+from training import recipes
 from training.analysis import stack_actions
+from training.core import fitting
 from training.data.dyck_strings import FIRST_BRACKET_ID
 from training.tasks import make_task
 

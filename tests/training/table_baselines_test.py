@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from tests.training.tiny import TINY_RECOGNITION
-from training import metrics, table_baselines, table_schema, table_summary
+from training import table_baselines, table_schema, table_summary
+from training.core import metrics
 from training.data import recognition_sets
 
 # D2 ids: ( = 3, [ = 4, ) = 5, ] = 6. Palindromes: a = 3, b = 4, c = 5.

@@ -6,7 +6,8 @@ import tensorflow as tf
 from tests.training.data.shared_data import SHARED
 from tests.training.tiny import TINY, tiny_recipe
 from training import recipes
-from training.callbacks import ResetStatesEachEpoch
+from training.core.callbacks import ResetStatesEachEpoch
+from training.core.metrics import bracket_prediction_accuracy
 from training.data import (
     blimp_sentences,
     corpora,
@@ -16,7 +17,6 @@ from training.data import (
     tokenize,
 )
 from training.data.batching import DataEpoch, curriculum_limits
-from training.metrics import bracket_prediction_accuracy
 from training.tasks import ClosingBracketTask, make_task
 from zoo.cells.dyck_rnn import dyck_rnn_model, set_designed_weights
 

@@ -8,7 +8,7 @@ from training import recipes, runs
 
 # A tiny run trains a few steps: XLA's compile (seconds) would cost more than
 # it saves, so tiny recipes run in the graph unless a test asks for XLA
-# (`extra=["train.jit_compile=auto"]`); tests/training/compile_mode_test.py
+# (`extra=["train.jit_compile=auto"]`); tests/training/core/compile_mode_test.py
 # and the kill-and-resume test train compiled.
 NO_XLA = "train.jit_compile=false"
 # The tiny recognizer with an LSTM for its stack cell, for tests of the fit

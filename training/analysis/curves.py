@@ -15,8 +15,9 @@ prints `report_lines`).
 
 from pathlib import Path
 
-from training import history, plots
+from training import history
 from training.analysis.run_inputs import run_names
+from training.core import plots
 
 # Axis labels with units of the columns a run logs.
 LABELS = {

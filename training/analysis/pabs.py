@@ -34,8 +34,9 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from training import plots, runs
+from training import runs
 from training.analysis.run_inputs import run_label, run_names
+from training.core import plots
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
 from zoo.walk import walk_layers

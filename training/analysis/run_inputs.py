@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training import plots
+from training.core import plots
 
 
 def check_kind(recipe, kinds, what, run_dir):

@@ -49,12 +49,12 @@ names none), `tokenizer()` (`zoo.tokenizer.Tokenizer`), `monitor`,
 needs), `validation_data()`, `evaluate(model, split)`,
 `report(metrics, split)`, `search_callbacks()` and `with_recipe(recipe)`.
 
-What `training.fitting.fit` and `training.compile_mode` use of a task is a
-declared type on their floor, `training.task_protocol.TrainableTask`:
+What `training.core.fitting.fit` and `training.core.compile_mode` use of a task is a
+declared type on their floor, `training.core.task_protocol.TrainableTask`:
 `recipe`, `monitor`, `training_model(model)`, `compile_arguments()`,
 `train_data()`, `train_shape()`, `epoch_steps()`, `validation_data()` and
 `validation_callbacks()`. Every kind here satisfies it by its shape
-(`tests/training/task_protocol_test.py`); the fit path imports no task.
+(`tests/training/core/task_protocol_test.py`); the fit path imports no task.
 """
 
 from training.tasks.acceptability import AcceptabilityTask

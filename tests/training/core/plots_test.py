@@ -1,6 +1,6 @@
 import matplotlib.pyplot as plt
 
-from training import plots
+from training.core import plots
 
 
 def test_file_name_keeps_letters_digits_dots_and_dashes_and_dashes_the_rest():

@@ -6,7 +6,7 @@ of `TaskOptions`, beside its task class (`training.tasks`), with:
 - `kind`: its name in recipes (`task.kind`), the key of the registry
   `training.tasks.TASKS`;
 - `model_arguments`: the class of its builder's arguments, the recipe's
-  `model` section (`training.config.model_arguments`);
+  `model` section (`training.core.config.model_arguments`);
 - `train_options`: the training options of `train_options.KIND_OPTIONS`
   it trains with (a curriculum, a stateful model); every other kind keeps
   their defaults;

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from training import metrics
+from training.core import metrics
 from training.data import dyck_strings, languages, recognition_sets
 
 

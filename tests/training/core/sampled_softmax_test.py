@@ -12,8 +12,9 @@ import tensorflow as tf
 
 import zoo
 from tests.training.tiny import tiny_recipe
-from training import compile_mode, fitting, recipes, runs, sampled_softmax
-from training.sampled_softmax import (
+from training import recipes, runs
+from training.core import compile_mode, fitting, sampled_softmax
+from training.core.sampled_softmax import (
     LogUniformSampler,
     SampledSoftmaxModel,
     log_uniform_probability,
@@ -22,7 +23,7 @@ from training.sampled_softmax import (
 from training.tasks import make_task
 from training.tasks.task import precision_policy
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class EveryClass(keras.layers.Layer):
@@ -323,7 +324,7 @@ JAX_DRIVER = """
 import json, sys
 import keras, numpy as np
 import zoo
-from tests.training import sampled_softmax_test as t
+from tests.training.core import sampled_softmax_test as t
 
 vocab = 11
 ids = np.random.default_rng(0).integers(0, vocab, (8, 7)).astype("int32")

@@ -14,14 +14,14 @@ import os
 import keras
 import tensorflow as tf
 
-from training import backends, compile_mode
-from training.callbacks import (
+from training.core import backends, compile_mode
+from training.core.callbacks import (
     RunBackup,
     StopBelowLoss,
     TemperatureAnnealing,
     close_logs,
 )
-from training.task_protocol import TrainableTask
+from training.core.task_protocol import TrainableTask
 from zoo import keras_compat
 
 # `model.fit` arguments that the task's data decide; `fit` refuses them.
@@ -180,7 +180,7 @@ def fit(
     per-epoch validation metrics (`task.validation_callbacks()`, e.g.
     `val_wcpa`), `callbacks`,
     the data's, then the recipe's (`schedule_callbacks`); a
-    `training.callbacks.RunBackup` among them runs last and saves the
+    `training.core.callbacks.RunBackup` among them runs last and saves the
     others' state with its backup. With
     `train.distribute` other than `"none"` the model must have been built in
     `distribution_strategy(train).scope()`; it is compiled there (under
@@ -192,7 +192,7 @@ def fit(
 
     Args:
         model: An uncompiled (or to be recompiled) Keras model of the task.
-        task: A `training.task_protocol.TrainableTask` (a task of
+        task: A `training.core.task_protocol.TrainableTask` (a task of
             `training.tasks.make_task`); its `train_data` is built once and
             shared with `compile_mode`.
         callbacks: Callbacks to run first (e.g. the run directory's).

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 
 import zoo
-from training.compiled import compiled
+from training.core.compiled import compiled
 from training.data import batching
 
 LN2 = float(np.log(2.0))

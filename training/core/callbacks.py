@@ -124,7 +124,7 @@ class EpochMetrics(keras.callbacks.Callback):
 
     `make_measure(model)` is called once, when training begins, and returns
     `measure()`, a function of nothing that returns `{name: number}`; each
-    number is logged as `prefix + name`. `training.fitting.fit` runs these
+    number is logged as `prefix + name`. `training.core.fitting.fit` runs these
     callbacks first, so `CSVLogger` (a run's `log.csv`), the `History` and
     every other callback see them (`DyckTask` logs `val_wcpa` so).
 
@@ -333,7 +333,7 @@ class RunBackup(keras.callbacks.Callback):
     epoch end: the weights go to `epoch-N.weights.h5`, then
     `training_metadata.json` naming them is replaced in one `os.replace`, so
     a kill at any point leaves the last whole epoch's backup. It must run
-    after the callbacks it tracks (`training.fitting.fit` puts it last).
+    after the callbacks it tracks (`training.core.fitting.fit` puts it last).
     A backup that cannot be read is a one-line `ValueError`; one written
     before seed generators were kept resumes with the generators as built.
 

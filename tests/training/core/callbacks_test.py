@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from training.callbacks import (
+from training.core.callbacks import (
     EpochMetrics,
     ResetStatesEachEpoch,
     RunBackup,
@@ -12,7 +12,7 @@ from training.callbacks import (
     TemperatureAnnealing,
     seed_generators,
 )
-from training.sampled_softmax import LogUniformSampler, SampledSoftmaxModel
+from training.core.sampled_softmax import LogUniformSampler, SampledSoftmaxModel
 from zoo.cells.second_order import SecondOrderLSTMCell, second_order_cells
 
 

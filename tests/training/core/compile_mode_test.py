@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from tests.training.tiny import LSTM_RECOGNIZER, TINY, tiny_recipe
-from training import compile_mode, fitting, recipes, runs
+from training import recipes, runs
+from training.core import compile_mode, fitting
 from training.tasks import make_task
 
 # The tiny recognition task's curriculum at half its split scale, an LSTM

@@ -21,8 +21,8 @@ import copy
 import dataclasses
 import json
 
-from training.config.model_arguments import ModelArguments
-from training.config.option_fields import (
+from training.core.config.model_arguments import ModelArguments
+from training.core.config.option_fields import (
     RecipeError,
     check_fields,
     default_of,
@@ -31,8 +31,8 @@ from training.config.option_fields import (
     section_from_table,
     section_table,
 )
-from training.config.task_options import TaskOptions
-from training.config.train_options import KIND_OPTIONS, TrainOptions
+from training.core.config.task_options import TaskOptions
+from training.core.config.train_options import KIND_OPTIONS, TrainOptions
 
 SECTIONS = ("task", "model", "train")
 # The recipe's words about itself: text, not settings.

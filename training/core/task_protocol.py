@@ -1,21 +1,21 @@
 """What the fit path needs from a task: the `TrainableTask` protocol.
 
-`training.fitting.fit` and `training.compile_mode` train a task through
+`training.core.fitting.fit` and `training.core.compile_mode` train a task through
 these members alone, so they stand on the core floor and import no task:
 the task kinds (`training.tasks`, a floor up) each satisfy the protocol by
-their shape, without naming it. `tests/training/task_protocol_test.py`
+their shape, without naming it. `tests/training/core/task_protocol_test.py`
 checks every registered kind against it, and `tests/layering_test.py` that
 the fit path imports it and no task module.
 """
 
 import typing
 
-from training.config.recipe_loader import Recipe
+from training.core.config.recipe_loader import Recipe
 
 
 @typing.runtime_checkable
 class TrainableTask(typing.Protocol):
-    """A task `training.fitting.fit` can compile a model for and train it on.
+    """A task `training.core.fitting.fit` can compile a model for and train it on.
 
     Two attributes and seven methods. `train_data` is built once per task:
     every call returns the same dataset and callbacks, which `fit`,

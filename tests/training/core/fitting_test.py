@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from tests.training.tiny import LSTM_RECOGNIZER, tiny_recipe
-from training import compile_mode, fitting
-from training.callbacks import TemperatureAnnealing
+from training.core import compile_mode, fitting
+from training.core.callbacks import TemperatureAnnealing
 from training.tasks import make_task
 
 

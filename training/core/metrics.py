@@ -25,7 +25,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from training import backends
+from training.core import backends
 from training.data.dyck_strings import FIRST_BRACKET_ID
 
 

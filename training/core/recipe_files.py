@@ -18,8 +18,10 @@ import re
 import tomllib
 from pathlib import Path
 
-RECIPE_DIR = Path(__file__).parent / "recipes"
-TABLE_DIR = Path(__file__).parent / "tables"
+# training/recipes/ and training/tables/: folders of TOML files, not packages.
+TRAINING_DIR = Path(__file__).parents[1]
+RECIPE_DIR = TRAINING_DIR / "recipes"
+TABLE_DIR = TRAINING_DIR / "tables"
 # The scales a recipe is read at (`training.recipes.resolve`): here, where a
 # command's parser reads them without importing Keras.
 SCALES = ("small", "paper")

@@ -14,7 +14,7 @@ A schema is made of a few pieces: `Number`, `Text`, `Name`, `Flag`,
 `ListOf`, `Table`, `Either`, `Measures` (a file's metrics) and `Recipe` (a
 saved recipe, read and checked as every recipe that is resolved is).
 `check(value, schema, path, error)` returns the value (a recipe as a
-`training.config.recipe_loader.Recipe`) or raises `error` with that line.
+`training.core.config.recipe_loader.Recipe`) or raises `error` with that line.
 The schemas of the files are at the end.
 """
 
@@ -22,8 +22,8 @@ import dataclasses
 import math
 import re
 
-from training.config.recipe_loader import SECTIONS
-from training.recipe_files import SCALES
+from training.core.config.recipe_loader import SECTIONS
+from training.core.recipe_files import SCALES
 
 
 class FileError(ValueError):
@@ -265,7 +265,7 @@ class Recipe:
     """A resolved recipe as a run saved it, read by `load`.
 
     `load` (`training.recipes.from_saved`) turns the checked shape into a
-    `training.config.recipe_loader.Recipe`, refusing what `resolve` refuses
+    `training.core.config.recipe_loader.Recipe`, refusing what `resolve` refuses
     in one line (a `ValueError`); keys added since the run was trained
     take their defaults.
     """

@@ -1,8 +1,8 @@
 """The `train` section of a recipe: how a model is fitted, for every task kind.
 
 `TrainOptions` is read where fitting lives: the optimizer, schedule and
-callbacks (`training.fitting`), XLA and steps per call
-(`training.compile_mode`), the precision policy and the data's batches and
+callbacks (`training.core.fitting`), XLA and steps per call
+(`training.core.compile_mode`), the precision policy and the data's batches and
 seed (`training.tasks`), the evaluation temperature (`training.runs`). A
 new training option is a field here (its default, type and range, and its
 combinations with the others in `check`) and the code that reads it
@@ -12,7 +12,7 @@ in `KIND_OPTIONS` and in those kinds' `TaskOptions.train_options`.
 
 import dataclasses
 
-from training.config.option_fields import RecipeError, option
+from training.core.config.option_fields import RecipeError, option
 
 # `train.distribute`: one device, `tf.distribute.MirroredStrategy` over this
 # host's devices, or `MultiWorkerMirroredStrategy` over the hosts of TF_CONFIG.
@@ -74,12 +74,12 @@ class TrainOptions:
     max_steps_per_epoch: int | None = option(None, low=1)
     distribute: str = option("none", choices=DISTRIBUTE)  # batch_size stays global
     precision: str = option("float32", choices=PRECISIONS)
-    # XLA: "auto" (training.compile_mode's rule), true or false
+    # XLA: "auto" (training.core.compile_mode's rule), true or false
     jit_compile: str | bool = option("auto", check=_check_jit_compile)
     # training steps per compiled call: "auto" (compile_mode's rule) or N
     steps_per_execution: str | int = option("auto", check=_check_steps_per_execution)
     # language models: train the decoder on N sampled negative classes a
-    # step (training.sampled_softmax); 0: the full softmax
+    # step (training.core.sampled_softmax); 0: the full softmax
     sampled_softmax: int = option(0, low=0)
 
     def check(self, recipe):

@@ -23,9 +23,6 @@ from tests.training.tiny import TINY_TABLE
 from tests.zoo.backend_processes import ROOT, needs, quiet_environment, run_module
 from tests.zoo.backend_runs import stateful_checks
 from training import (
-    backends,
-    compile_mode,
-    fitting,
     generation,
     recipes,
     records,
@@ -34,6 +31,7 @@ from training import (
     table_runs,
     table_schema,
 )
+from training.core import backends, compile_mode, fitting
 from training.saved_model import MARKER
 
 needs_jax = needs("jax")

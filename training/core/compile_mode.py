@@ -34,7 +34,7 @@ from pathlib import Path
 import keras
 
 import zoo
-from training.task_protocol import TrainableTask
+from training.core.task_protocol import TrainableTask
 from zoo.devices import gpu_visible
 from zoo.models import CPU_XLA_LIMIT, CPU_XLA_MAX_UNITS
 
@@ -124,7 +124,7 @@ def choose_steps(setting, jit_compile, shape, steps_per_epoch=None, divide=()):
     round up to a whole group, so they would change the run); otherwise the
     largest count up to `AUTO_STEPS` and `steps_per_epoch` that divides
     every number of `divide`. A curriculum's epochs differ in length but
-    each is known (`Task.epoch_steps`; `training.fitting.fit_epoch_lengths`
+    each is known (`Task.epoch_steps`; `training.core.fitting.fit_epoch_lengths`
     tells Keras each): `steps_per_epoch` is then the shortest epoch's.
 
     Args:

@@ -13,7 +13,7 @@ size, the classes, statefulness).
 import dataclasses
 
 import zoo
-from training.config.option_fields import RecipeError, option
+from training.core.config.option_fields import RecipeError, option
 from zoo.labeling import POOLINGS
 
 
@@ -77,7 +77,7 @@ class ClassifierArguments(TaggerArguments):
 class DyckRNNArguments(ModelArguments):
     """`zoo.dyck_rnn_model`'s: `model.options` (its hidden size is `task.m`).
 
-    `units` is the size the compile mode reads (`training.compile_mode`);
+    `units` is the size the compile mode reads (`training.core.compile_mode`);
     the builder is not given it.
     """
 
