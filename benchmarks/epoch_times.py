@@ -18,7 +18,8 @@ from pathlib import Path
 
 import keras
 
-from training import recipes, runs
+from training import runs
+from training.tasks import recipes
 
 
 class EpochClock(keras.callbacks.Callback):

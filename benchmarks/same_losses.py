@@ -40,7 +40,8 @@ def worker(name, scale, overrides, keras_loop):
             for function in ("tensorflow_loop", "tensorflow_steps"):
                 if hasattr(module, function):
                     setattr(module, function, lambda x: x)
-    from training import recipes, runs
+    from training import runs
+    from training.tasks import recipes
 
     recipe = recipes.resolve(name, scale, overrides)
     with tempfile.TemporaryDirectory() as run_dir:

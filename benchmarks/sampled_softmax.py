@@ -23,9 +23,8 @@ import time
 
 import keras
 
-from training import recipes
 from training.core import compile_mode, fitting
-from training.tasks import make_task
+from training.tasks import make_task, recipes
 
 ROWS = {
     "lstm": ["model.cell=lstm", "model.options={}", "train.temperature_factor=null"],

@@ -32,9 +32,9 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from training import recipes, runs
+from training import runs
 from training.core import fitting
-from training.tasks import make_task
+from training.tasks import make_task, recipes
 
 
 class EpochTimer(keras.callbacks.Callback):

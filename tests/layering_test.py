@@ -59,7 +59,7 @@ FLOORS = (
         "tasks",
         "one class per task kind: its recipe section, data, model, evaluation; "
         "the recipes of those kinds",
-        ("training.tasks.*", "training.recipes"),
+        ("training.tasks.*",),
     ),
     (
         "runs",

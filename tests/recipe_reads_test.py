@@ -17,7 +17,7 @@ import ast
 from tests.layering_test import MODULES, ROOT
 
 # The modules that turn tables (TOML, JSON) into recipes and back.
-LOADER = ("training.core.config.recipe_loader", "training.recipes")
+LOADER = ("training.core.config.recipe_loader", "training.tasks.recipes")
 # Names a recipe or a section of one goes by.
 RECIPE_NAMES = ("recipe", "train", "task", "model")
 SECTIONS = ("task", "model", "train")

@@ -47,7 +47,7 @@ def retrain_command(recipe, table=None, row=None):
     the seed always included; None when the run was trained from a recipe
     file outside `training/recipes/`.
     """
-    from training import recipes
+    from training.tasks import recipes
 
     seed = f"train.seed={recipe.train.seed}"
     if row is not None:
@@ -100,7 +100,7 @@ def _at(recipe, path):
 
 
 def _override(path, value):
-    """`section.key=value` that `training.recipes.parse_override` reads back."""
+    """`section.key=value` that `training.tasks.recipes.parse_override` reads back."""
     text = value if isinstance(value, str) else json.dumps(value)
     if isinstance(value, str):
         try:

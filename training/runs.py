@@ -27,7 +27,7 @@ from pathlib import Path
 import keras
 
 import zoo
-from training import recipes, run_dirs
+from training import run_dirs
 from training.core import backends, compile_mode, file_schema, fitting
 from training.core.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
@@ -47,7 +47,7 @@ from training.run_dirs import (  # noqa: F401 (re-exported: this module's API to
     read_json,
     write_json,
 )
-from training.tasks import make_task
+from training.tasks import make_task, recipes
 from zoo.tensorflow_steps import groups_steps
 
 # The keys of metrics.json that record the compile mode, the steps per
@@ -168,7 +168,7 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     nothing but Keras's progress at `verbose`.
 
     Args:
-        recipe: A recipe from `training.recipes.resolve`.
+        recipe: A recipe from `training.tasks.recipes.resolve`.
         run_dir: The run directory (created if missing).
         verbose: `model.fit`'s verbosity. Default: 0 (silent).
         callbacks: More Keras callbacks for `model.fit`.

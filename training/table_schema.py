@@ -42,8 +42,9 @@ process's share of them; `training.table_runs` trains and records them and
 import dataclasses
 from pathlib import Path
 
-from training import history, recipes
+from training import history
 from training.core import file_schema, recipe_files
+from training.tasks import recipes
 
 BETTER = ("higher", "lower")
 # A metric key `history.NAME` reads the quantity NAME of `training.history`
@@ -100,7 +101,7 @@ class Run:
     row: Row
     seed: int
     run_dir: Path
-    recipe: object  # a `training.recipes.Recipe`, resolved by `make_run`
+    recipe: object  # a `training.tasks.recipes.Recipe`, resolved by `make_run`
 
     @property
     def overrides(self):

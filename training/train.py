@@ -94,8 +94,9 @@ def _train_and_export(args, run_dir):
     # An unknown recipe is refused before Keras is imported (seconds).
     recipe_files.find(args.recipe, recipe_files.RECIPE_DIR, "recipe", ValueError)
     command_line.start_tensorflow()
-    from training import evaluation, recipes, runs, saved_model
+    from training import evaluation, runs, saved_model
     from training.core import fitting
+    from training.tasks import recipes
 
     recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
     verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch

@@ -77,7 +77,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     that takes them.
 
     Args:
-        recipe: A resolved recipe (`training.recipes.resolve`).
+        recipe: A resolved recipe (`training.tasks.recipes.resolve`).
         cells: Registry names of the cells to search. Default: the recipe's.
         units: Hidden size(s); ignored with `param_budget`.
             Default: `(32, 64, 128, 256)`.
@@ -114,7 +114,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
 
     Example:
 
-    >>> recipe = training.recipes.resolve("dyck2_mlstm")
+    >>> recipe = training.tasks.recipes.resolve("dyck2_mlstm")
     >>> hypermodel = RecurrentHyperModel(recipe, cells=["mlstm", "mmlstm"])
     >>> tuner = keras_tuner.RandomSearch(hypermodel, objective="val_loss",
     ...                                  max_trials=10)

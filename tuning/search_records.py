@@ -175,7 +175,7 @@ def _differing(saved, settings):
 def _same_recipe(saved, recipe):
     """Whether a saved search's recipe is `recipe` (`Recipe.to_dict()`): one
     from before typed recipes holds every key of every kind."""
-    from training import recipes
+    from training.tasks import recipes
 
     try:
         return recipes.from_saved(saved).to_dict() == recipe

@@ -170,8 +170,8 @@ def prepare(
     searched cell takes. A wrong option, project or record is a one-line
     `ValueError`.
     """
-    from training import recipes
     from training.core import plots
+    from training.tasks import recipes
     from tuning import search_space
     from tuning.hypermodels import RecurrentHyperModel
 

@@ -18,9 +18,8 @@ partial batch) the batches an epoch held and the batches it trained.
 import math
 import sys
 
-from training import recipes
 from training.data.batching import curriculum_limits
-from training.tasks import make_task
+from training.tasks import make_task, recipes
 
 epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.layering_test import COMMANDS
-from training import command_line, recipes, train
+from training import command_line, train
 from training.core import recipe_files
+from training.tasks import recipes
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a command may import only once its arguments are read.

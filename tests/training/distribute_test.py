@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from tests.training.tiny import tiny_recipe
-from training import recipes, runs
+from training import runs
+from training.tasks import recipes
 
 # Two replicas sum their gradients in another order than one device does.
 TOLERANCE = 1e-3

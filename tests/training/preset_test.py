@@ -14,13 +14,13 @@ from training import (
     generation,
     preset,
     preset_builder,
-    recipes,
     runs,
     saved_model,
     table_schema,
 )
 from training.analysis import ldpa
 from training.core import file_schema
+from training.tasks import recipes
 from zoo.tokenizer import Tokenizer
 
 

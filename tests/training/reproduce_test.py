@@ -13,16 +13,9 @@ import pytest
 import scipy.stats
 
 from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
-from training import (
-    recipes,
-    records,
-    reproduce,
-    table_runs,
-    table_schema,
-    table_summary,
-    train,
-)
+from training import records, reproduce, table_runs, table_schema, table_summary, train
 from training.core import compile_mode
+from training.tasks import recipes
 
 BAD_INPUTS = [
     (["no_such_table"], "Unknown table 'no_such_table'"),

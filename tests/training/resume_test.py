@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from tests.training.tiny import LSTM_RECOGNIZER, RECIPE_OF, TINY, tiny_recipe
-from training import recipes, runs
+from training import runs
 from training.core.callbacks import RunBackup
+from training.tasks import recipes
 
 ROOT = Path(__file__).resolve().parents[2]
 # With these the validation loss goes up in epoch 1 (1.165, 1.218, 0.942), so
@@ -38,7 +39,8 @@ OVERRIDES = [
 DRIVER = """
 import os, signal, sys
 import keras
-from training import recipes, runs
+from training.tasks import recipes
+from training import runs
 
 run_dir, where, epoch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 recipe = recipes.resolve(sys.argv[4], "small", sys.argv[5:])

@@ -8,8 +8,9 @@ import h5py
 import pytest
 
 import zoo
-from training import recipes, records, run_dirs, table_runs
+from training import records, run_dirs, table_runs
 from training.core.callbacks import RunBackup
+from training.tasks import recipes
 
 RECIPE = recipes.resolve("tiny_dyck_lstm", "small", ["train.epochs=3"])
 

@@ -4,7 +4,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from training import recipes, runs
+from training import runs
+from training.tasks import recipes
 
 # A tiny run trains a few steps: XLA's compile (seconds) would cost more than
 # it saves, so tiny recipes run in the graph unless a test asks for XLA

@@ -166,7 +166,7 @@ def steps_for_task(task: TrainableTask, jit_compile):
     """The `Choice` of the task's `train.steps_per_execution` (`choose_steps`).
 
     `"auto"` is 1 under `train.distribute` other than `"none"` (which
-    `training.recipes` refuses a count above 1 with).
+    `training.tasks.recipes` refuses a count above 1 with).
     """
     recipe = task.recipe
     train = recipe.train

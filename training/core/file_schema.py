@@ -264,7 +264,7 @@ class Measures:
 class Recipe:
     """A resolved recipe as a run saved it, read by `load`.
 
-    `load` (`training.recipes.from_saved`) turns the checked shape into a
+    `load` (`training.tasks.recipes.from_saved`) turns the checked shape into a
     `training.core.config.recipe_loader.Recipe`, refusing what `resolve` refuses
     in one line (a `ValueError`); keys added since the run was trained
     take their defaults.

@@ -1,7 +1,7 @@
 """Recipe and table files: finding one by name, reading its TOML, writing a recipe.
 
 Experiment recipes live in `training/recipes/` (`RECIPE_DIR`, read by
-`training.recipes.resolve`) and reproduction tables in `training/tables/`
+`training.tasks.recipes.resolve`) and reproduction tables in `training/tables/`
 (`TABLE_DIR`, read by `training.table_schema.load_table`); either is named
 by its file's stem or given as any path ending in `.toml` (`find`). Each
 error is one line, of the caller's error class (`RecipeError`,
@@ -22,7 +22,7 @@ from pathlib import Path
 TRAINING_DIR = Path(__file__).parents[1]
 RECIPE_DIR = TRAINING_DIR / "recipes"
 TABLE_DIR = TRAINING_DIR / "tables"
-# The scales a recipe is read at (`training.recipes.resolve`): here, where a
+# The scales a recipe is read at (`training.tasks.recipes.resolve`): here, where a
 # command's parser reads them without importing Keras.
 SCALES = ("small", "paper")
 # The tables of a recipe file that `write_recipe` writes, in order.

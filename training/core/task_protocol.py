@@ -25,7 +25,7 @@ class TrainableTask(typing.Protocol):
     """
 
     recipe: Recipe
-    """The resolved recipe (`training.recipes.resolve`). `fit` reads its
+    """The resolved recipe (`training.tasks.recipes.resolve`). `fit` reads its
     `train` section (`TrainOptions`: optimizer, epochs, schedule,
     distribution, precision); `compile_mode` its `train.jit_compile`,
     `train.steps_per_execution` and `model.units`."""

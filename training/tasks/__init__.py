@@ -3,7 +3,7 @@
 `make_task(recipe, vocabulary=None)` returns the task of `recipe.task.kind`.
 `TASKS` is the registry of the kinds: each task class names its `task`
 section's class (`options`, a frozen dataclass with its `kind`, its
-builder's `model_arguments` and its own checks), and `training.recipes`
+builder's `model_arguments` and its own checks), and `training.tasks.recipes`
 reads recipes of exactly these kinds:
 
 - `DyckTask` (`"dyck"`): next-token prediction on m-bounded Dyck-k (START
@@ -81,7 +81,7 @@ def make_task(recipe, vocabulary=None):
     """Returns the task of a resolved recipe; reads no data.
 
     Args:
-        recipe: A recipe from `training.recipes.resolve` (its kind is checked
+        recipe: A recipe from `training.tasks.recipes.resolve` (its kind is checked
             there).
         vocabulary: The vocabulary to use (a run's `vocabulary.json`);
             default: the task's own, which for a language model means reading

@@ -1,8 +1,8 @@
 import pytest
 
 import zoo.cells.multi_matrix  # noqa: F401  registers mmlstm
-from training import recipes
 from training.core import recipe_files
+from training.tasks import recipes
 
 
 def test_recipe_file_reads_back_as_the_recipe(tmp_path):

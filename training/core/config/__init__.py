@@ -15,6 +15,6 @@ Each field is made with `option_fields.option`: its default, and where its
 type does not say enough, its range or choices; each section checks its own
 combinations (`check`). `recipe_loader` turns tables (a recipe file's TOML,
 a run's `recipe.json`) and `section.key=value` overrides into a `Recipe`,
-refusing an unknown key or a bad value in one line; `training.recipes` binds
+refusing an unknown key or a bad value in one line; `training.tasks.recipes` binds
 it to the registry of task kinds (`training.tasks.TASKS`).
 """

@@ -12,7 +12,7 @@ error is a one-line `RecipeError`.
 `Recipe.to_dict()` is what a run directory's `recipe.json` holds: the keys
 that apply to the recipe's kind. Records and searches' best recipes written
 before recipes were typed hold every key of every kind, each key that does
-not apply at its default; `from_saved` (and `training.recipes.resolve`, for
+not apply at its default; `from_saved` (and `training.tasks.recipes.resolve`, for
 a recipe file) reads both forms to the same `Recipe`
 (`leave_out_defaults`).
 """

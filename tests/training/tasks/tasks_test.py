@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from tests.training.data.shared_data import SHARED
 from tests.training.tiny import TINY, tiny_recipe
-from training import recipes
 from training.core.callbacks import ResetStatesEachEpoch
 from training.core.metrics import bracket_prediction_accuracy
 from training.data import (
@@ -17,7 +16,7 @@ from training.data import (
     tokenize,
 )
 from training.data.batching import DataEpoch, curriculum_limits
-from training.tasks import ClosingBracketTask, make_task
+from training.tasks import ClosingBracketTask, make_task, recipes
 from zoo.cells.dyck_rnn import dyck_rnn_model, set_designed_weights
 
 K, M = 2, 4
@@ -164,7 +163,8 @@ def test_dyck_runs_log_validation_wcpa_every_epoch_as_evaluate_measures_it(
 ):
     import csv
 
-    from training import recipes, runs
+    from training import runs
+    from training.tasks import recipes
 
     # Big enough that the mean LDPA moves off 0 within the epochs (seed 0).
     recipe = recipes.resolve(

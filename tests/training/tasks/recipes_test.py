@@ -6,11 +6,11 @@ from pathlib import Path
 import keras
 import pytest
 
-from training import recipes, runs, table_schema
+from training import runs, table_schema
 from training.core.config import option_fields
 from training.core.config.train_options import TrainOptions
 from training.data.tokenize import Vocabulary
-from training.tasks import TASKS, make_task
+from training.tasks import TASKS, make_task, recipes
 
 
 @pytest.mark.parametrize("name", recipes.available_recipes())
@@ -276,7 +276,7 @@ def test_a_recipe_is_read_as_attributes_and_changed_into_a_new_one(no_data):
         recipe.with_values({"task.corpus": "ptb"})
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAVED = sorted(ROOT.glob("results/**/recipe.json")) + sorted(
     ROOT.glob("zoo/presets/*/recipe.json")
 )
