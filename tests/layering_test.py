@@ -65,13 +65,7 @@ FLOORS = (
         "runs",
         "a run directory: training into one, loading, evaluating, sampling "
         "from and exporting it",
-        (
-            "training.run_dirs",
-            "training.runs",
-            "training.evaluation",
-            "training.generation",
-            "training.saved_model",
-        ),
+        ("training.runs.*",),
     ),
     (
         "tables",

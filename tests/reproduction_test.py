@@ -5,7 +5,7 @@ Run them with `python -m pytest -m slow`.
 
 import pytest
 
-from training.runs import train_run
+from training.runs.runs import train_run
 from training.tasks import recipes
 
 

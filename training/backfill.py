@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training import runs
+from training.runs import runs
 from training.tasks import make_task
 from training.tasks.dyck import oracle_metrics
 

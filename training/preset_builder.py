@@ -123,7 +123,8 @@ def tolerance_for(value, count, fresh_count):
 
 def remeasure_plan(recipe, metrics, key, tolerance=None):
     """The card's `remeasure` entry for the metric `key` of a run's `metrics`."""
-    from training import runs, table_schema
+    from training import table_schema
+    from training.runs import runs
 
     value = table_schema.metric_value(metrics, key)
     if value is None:
@@ -172,8 +173,9 @@ def remeasure(preset):
     their data's split.
     """
     import zoo
-    from training import runs, table_schema
+    from training import table_schema
     from training.core import file_schema
+    from training.runs import runs
     from training.tasks import make_task
 
     directory = zoo.presets.preset_dir(preset)
@@ -234,8 +236,9 @@ def save_preset(
     import tensorflow as tf
 
     import zoo
-    from training import run_dirs, runs, table_schema
+    from training import table_schema
     from training.core import file_schema
+    from training.runs import run_dirs, runs
     from zoo.checks import check_number
 
     path = Path(path)
@@ -322,7 +325,7 @@ def _write_run_files(source, partial, run, recipe):
     The vocabulary names its text conventions, a run's from before they were
     recorded too (`zoo.from_preset(...).tokenizer` reads them).
     """
-    from training import runs
+    from training.runs import runs
 
     run.model.save(partial / runs.BEST)
     runs.write_json(partial / runs.RECIPE, recipe.to_dict())
@@ -333,7 +336,7 @@ def _write_run_files(source, partial, run, recipe):
 
 def _splits(metrics):
     """The splits of a run's `metrics`, without how it executed its steps."""
-    from training import runs
+    from training.runs import runs
 
     return {
         k: v for k, v in metrics.items() if k not in (*runs.EXECUTION, runs.BACKEND)

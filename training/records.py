@@ -43,9 +43,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from training import history, runs, table_baselines, table_schema, table_summary
+from training import history, table_baselines, table_schema, table_summary
 from training.core import compile_mode, file_schema
 from training.core.callbacks import write_atomically
+from training.runs import runs
 from training.tasks import recipes
 
 TIMING = "timing.json"

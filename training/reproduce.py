@@ -85,7 +85,8 @@ def main(argv=None):
     except ValueError as error:
         parser.exit(2, f"{prog}: error: {error}\n")
     command_line.start_tensorflow()
-    from training import backfill, records, runs, table_schema, table_sweep
+    from training import backfill, records, table_schema, table_sweep
+    from training.runs import runs
     from training.tasks import recipes
 
     results_dir = args.results or records.default_results("tensorflow")

@@ -21,9 +21,10 @@ import time
 import zipfile
 from pathlib import Path
 
-from training import records, runs, table_baselines, table_schema, table_summary
+from training import records, table_baselines, table_schema, table_summary
 from training.core import file_schema
 from training.core.callbacks import write_atomically
+from training.runs import runs
 
 TIMING = records.TIMING
 LOCK = ".lock"

@@ -41,8 +41,9 @@ import fcntl
 import os
 from pathlib import Path
 
-from training import records, runs, table_runs, table_schema
+from training import records, table_runs, table_schema
 from training.core import backends
+from training.runs import runs
 
 AGGREGATE_LOCK = ".aggregate.lock"
 

@@ -7,7 +7,7 @@ With no arguments it runs the default recipe at small scale: the Dyck-RNN on
 generated 4-bounded Dyck-2, printing the WCPA/LDPA table and exporting a
 SavedModel. Running the same command again resumes an interrupted run from
 its last finished epoch. The library function behind it is
-`training.runs.train_run`.
+`training.runs.runs.train_run`.
 """
 
 import sys
@@ -94,8 +94,8 @@ def _train_and_export(args, run_dir):
     # An unknown recipe is refused before Keras is imported (seconds).
     recipe_files.find(args.recipe, recipe_files.RECIPE_DIR, "recipe", ValueError)
     command_line.start_tensorflow()
-    from training import evaluation, runs, saved_model
     from training.core import fitting
+    from training.runs import evaluation, runs, saved_model
     from training.tasks import recipes
 
     recipe = recipes.resolve(args.recipe, args.scale, args.overrides)

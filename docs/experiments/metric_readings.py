@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from training import runs
 from training.core import metrics
+from training.runs import runs
 
 
 def readings(run, split):

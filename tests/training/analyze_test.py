@@ -4,8 +4,9 @@ from pathlib import Path
 import keras
 import pytest
 
-from training import analyze, runs, syntax
+from training import analyze, syntax
 from training.analysis import pabs, run_inputs
+from training.runs import runs
 from training.tasks import make_task, recipes
 
 TEXT = "the cat sat on the mat\nthe dog sat on the log\nno dogs sat\n" * 20

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from training import backfill, reproduce, runs
+from training import backfill, reproduce
+from training.runs import runs
 
 ROOT = Path(__file__).resolve().parents[2]
 # A small-scale record (1,000 / 200 / 200 strings): its splits take a second.

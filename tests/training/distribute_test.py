@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from tests.training.tiny import tiny_recipe
-from training import runs
+from training.runs import runs
 from training.tasks import recipes
 
 # Two replicas sum their gradients in another order than one device does.

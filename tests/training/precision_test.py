@@ -7,8 +7,8 @@ import tensorflow as tf
 
 import zoo
 from tests.training.tiny import tiny_recipe
-from training import runs, saved_model
 from training.core import fitting
+from training.runs import runs, saved_model
 from training.tasks import make_task, recipes
 
 MIXED = ("mixed_bfloat16", "mixed_float16")

@@ -4,7 +4,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from training import runs
+from training.runs import runs
 from training.tasks import recipes
 
 # A tiny run trains a few steps: XLA's compile (seconds) would cost more than

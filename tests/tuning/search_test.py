@@ -5,8 +5,8 @@ import pytest
 
 import zoo.cells.multi_matrix  # noqa: F401  registers mmlstm
 from tests.training import tiny
-from training import runs
 from training import train as train_cli
+from training.runs import runs
 from training.tasks import recipes
 from tuning import hypermodels, search, search_records, search_space
 

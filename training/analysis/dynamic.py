@@ -26,7 +26,6 @@ import math
 import keras
 import numpy as np
 
-from training import runs
 from training.analysis.run_inputs import check_kind, stream_ids
 from training.core import metrics as metrics_lib
 from training.core.compiled import loss_and_gradients
@@ -36,6 +35,7 @@ from training.core.scoring import (
     segments,
     stateful_copy,
 )
+from training.runs import runs
 from zoo.checks import check_number, check_positive_int
 
 # The settings of `evaluate_dynamic` (the options of `python -m

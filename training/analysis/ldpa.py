@@ -10,9 +10,9 @@ returns it as `"ldpa"` and `"ldpa_counts"`, keyed by distance.
 `report_lines`).
 """
 
-from training import runs
 from training.analysis.run_inputs import check_kind, check_split, run_label, run_names
 from training.core import plots
+from training.runs import runs
 
 
 def curve(metrics):

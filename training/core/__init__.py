@@ -6,5 +6,5 @@ The recipe's typed sections (`config`) and its files (`recipe_files`,
 (`task_protocol`) and that path itself (`compile_mode`, `sampled_softmax`,
 `fitting`), the Keras backend (`backends`) and the figures' common setup
 (`plots`). Nothing here knows a task kind, a run directory or a table:
-`training.tasks`, `training.runs` and `training.reproduction` stand on it.
+`training.tasks`, `training.runs.runs` and `training.reproduction` stand on it.
 """

@@ -330,7 +330,7 @@ def check(value, schema, path, error=FileError):
 # The files' schemas.
 
 # A run's metrics.json (a preset's too): the measures of each split, and how
-# the run executed (`training.runs.train_run`).
+# the run executed (`training.runs.runs.train_run`).
 METRICS = Table(
     {
         "jit_compile": Table({"used": Flag(), "reason": Text()}, ("used", "reason")),
@@ -427,7 +427,7 @@ REMEASURE = _Remeasure(
 )
 # Metadata only: the recipe and the metrics are the preset's recipe.json and
 # metrics.json beside it (a card that copies them is refused); its recipe is
-# checked when it loads, as a run's is (`training.runs.load_run`).
+# checked when it loads, as a run's is (`training.runs.runs.load_run`).
 CARD = Table(
     {
         "name": Text(),

@@ -1,7 +1,7 @@
 """Compiling and fitting a model on its task: the one path training and tuning share.
 
 `fit(model, task, ...)` is where the optimizer is made, the model compiled
-and `model.fit` called, for `training.runs.train_run` (and so
+and `model.fit` called, for `training.runs.runs.train_run` (and so
 `python -m training.train`) and for the tuner's trials
 (`tuning.hypermodels.RecurrentHyperModel.fit`). A distribution strategy's
 scope and float16 loss scaling belong here; the precision policy is applied

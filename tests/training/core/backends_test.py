@@ -22,9 +22,10 @@ from tests.training.reproduce_test import _metrics, _write_record
 from tests.training.tiny import TINY_TABLE
 from tests.zoo.backend_processes import ROOT, needs, quiet_environment, run_module
 from tests.zoo.backend_runs import stateful_checks
-from training import generation, records, reproduce, runs, table_runs, table_schema
+from training import records, reproduce, table_runs, table_schema
 from training.core import backends, compile_mode, fitting
-from training.saved_model import MARKER
+from training.runs import generation, runs
+from training.runs.saved_model import MARKER
 from training.tasks import recipes
 
 needs_jax = needs("jax")

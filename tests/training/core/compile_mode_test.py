@@ -6,8 +6,8 @@ import pytest
 import tensorflow as tf
 
 from tests.training.tiny import LSTM_RECOGNIZER, TINY, tiny_recipe
-from training import runs
 from training.core import compile_mode, fitting
+from training.runs import runs
 from training.tasks import make_task, recipes
 
 # The tiny recognition task's curriculum at half its split scale, an LSTM

@@ -12,7 +12,6 @@ import tensorflow as tf
 
 import zoo
 from tests.training.tiny import tiny_recipe
-from training import runs
 from training.core import compile_mode, fitting, sampled_softmax
 from training.core.sampled_softmax import (
     LogUniformSampler,
@@ -20,6 +19,7 @@ from training.core.sampled_softmax import (
     log_uniform_probability,
     sampled_softmax_loss,
 )
+from training.runs import runs
 from training.tasks import make_task, recipes
 from training.tasks.task import precision_policy
 

@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from tests.training.tiny import TINY, tiny_recipe
-from training import runs
 from training.core import compile_mode, fitting
 from training.core.task_protocol import TrainableTask
 from training.data import batching
+from training.runs import runs
 from training.tasks import TASKS, make_task
 
 ATTRIBUTES = typing.get_type_hints(TrainableTask)  # name -> type

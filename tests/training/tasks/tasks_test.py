@@ -163,7 +163,7 @@ def test_dyck_runs_log_validation_wcpa_every_epoch_as_evaluate_measures_it(
 ):
     import csv
 
-    from training import runs
+    from training.runs import runs
     from training.tasks import recipes
 
     # Big enough that the mean LDPA moves off 0 within the epochs (seed 0).
@@ -326,7 +326,7 @@ def test_character_text_of_unknown_words_reports_no_word_perplexity(text_file):
 
 
 def test_evaluation_temperature_is_set_on_the_loaded_model(tmp_path):
-    from training.runs import load_best
+    from training.runs.runs import load_best
 
     task = make_task(
         tiny_recipe(

@@ -3,7 +3,7 @@
 `TrainOptions` is read where fitting lives: the optimizer, schedule and
 callbacks (`training.core.fitting`), XLA and steps per call
 (`training.core.compile_mode`), the precision policy and the data's batches and
-seed (`training.tasks`), the evaluation temperature (`training.runs`). A
+seed (`training.tasks`), the evaluation temperature (`training.runs.runs`). A
 new training option is a field here (its default, type and range, and its
 combinations with the others in `check`) and the code that reads it
 (`recipe.train.NAME`); one that only some task kinds train with is named

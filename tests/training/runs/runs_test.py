@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.training.tiny import TINY, tiny_recipe
-from training import runs
+from training.runs import runs
 from training.tasks import make_task
 
 

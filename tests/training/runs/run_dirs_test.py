@@ -1,5 +1,5 @@
-"""A run directory's owner and state (`training.run_dirs`), on files alone:
-no training here (tests/training/probe_run_dirs_test.py trains)."""
+"""A run directory's owner and state (`training.runs.run_dirs`), on files alone:
+no training here (tests/training/runs/probe_run_dirs_test.py trains)."""
 
 import json
 import os
@@ -8,8 +8,9 @@ import h5py
 import pytest
 
 import zoo
-from training import records, run_dirs, table_runs
+from training import records, table_runs
 from training.core.callbacks import RunBackup
+from training.runs import run_dirs
 from training.tasks import recipes
 
 RECIPE = recipes.resolve("tiny_dyck_lstm", "small", ["train.epochs=3"])

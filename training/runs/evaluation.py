@@ -6,7 +6,7 @@
 has finished.
 """
 
-from training import runs
+from training.runs import runs
 from training.tasks import make_task
 
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from tests.training.tiny import LSTM_RECOGNIZER, RECIPE_OF, TINY, tiny_recipe
-from training import runs
 from training.core.callbacks import RunBackup
+from training.runs import runs
 from training.tasks import recipes
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # With these the validation loss goes up in epoch 1 (1.165, 1.218, 0.942), so
 # a resume that forgot ModelCheckpoint's best or EarlyStopping's counter would
 # save epoch 1 as the best model or train on. (max_steps_per_epoch=null: an
@@ -40,7 +40,7 @@ DRIVER = """
 import os, signal, sys
 import keras
 from training.tasks import recipes
-from training import runs
+from training.runs import runs
 
 run_dir, where, epoch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 recipe = recipes.resolve(sys.argv[4], "small", sys.argv[5:])

@@ -58,8 +58,8 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from training import run_dirs, runs
 from training.core import backends
+from training.runs import run_dirs, runs
 
 UNK_HINT = "serve_text_unk reads them as <unk>"  # what an unknown token's error adds
 

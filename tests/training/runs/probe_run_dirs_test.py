@@ -1,7 +1,7 @@
 """Probes of run directories (issue 40, "Nothing lost, round three"): a row
 per case a probe found on main, each failing there and passing here.
 
-A run directory has an owner and a state (`training.run_dirs`): training
+A run directory has an owner and a state (`training.runs.run_dirs`): training
 writes only into folders it made, a finished run trained again trains in
 `attempt/` and is replaced only when that finishes, a backup is checked
 before it is used, exports and presets write into folders of their own, and
@@ -27,28 +27,25 @@ import pytest
 from tests.training.tiny import tiny_recipe
 from training import (
     evaluate,
-    evaluation,
     export,
     generate,
-    generation,
     preset,
     preset_builder,
     records,
     reproduce,
-    runs,
-    saved_model,
     syntax,
     table_sweep,
     train,
 )
 from training.core.callbacks import RunBackup
+from training.runs import evaluation, generation, runs, saved_model
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Three epochs whose validation loss falls each epoch, so the best model of
 # the finished run (epoch 2) differs from that of a re-run cut after epoch 0.
 RECIPE = tiny_recipe("dyck", extra=["train.epochs=3"])
 KEPT = (runs.BEST, runs.METRICS, runs.LOG)
-# Literal, so that the module runs against the code before `training.run_dirs`.
+# Literal, so that the module runs against the code before `training.runs.run_dirs`.
 ATTEMPT, METADATA = "attempt", "training_metadata.json"
 
 

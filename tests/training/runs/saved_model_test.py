@@ -15,9 +15,9 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from training import runs
 from training.data import blimp_sentences, dyck_strings
-from training.saved_model import UNK_HINT, export_model, export_run
+from training.runs import runs
+from training.runs.saved_model import UNK_HINT, export_model, export_run
 from zoo.tokenizer import Tokenizer
 
 
@@ -189,7 +189,7 @@ def test_a_classifier_takes_raw_text_and_serves_a_label_per_sentence(exported):
 
 def documented_snippet(marker):
     """The Python block of docs/evaluation.md that holds `marker`."""
-    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
+    page = (Path(__file__).resolve().parents[3] / "docs" / "evaluation.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
     (block,) = [block for block in blocks if marker in block]
     return block

@@ -4,7 +4,7 @@ A run directory holds `recipe.json` (the resolved recipe, seed included),
 `vocabulary.json`, `best.keras` (the best model by validation loss),
 `backup/` (`BackupAndRestore`, while training), `log.csv`, `tensorboard/`,
 `metrics.json`, `.train.lock` (locked while a process trains there; it names
-that process) and, after export, `saved_model/`; `training.run_dirs` says
+that process) and, after export, `saved_model/`; `training.runs.run_dirs` says
 which folders training may write and in which state a run is.
 
 - `train_run(recipe, run_dir)` trains a resolved recipe there and returns its
@@ -27,11 +27,11 @@ from pathlib import Path
 import keras
 
 import zoo
-from training import run_dirs
 from training.core import backends, compile_mode, file_schema, fitting
 from training.core.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
-from training.run_dirs import (  # noqa: F401 (re-exported: this module's API too)
+from training.runs import run_dirs
+from training.runs.run_dirs import (  # noqa: F401 (re-exported: this module's API too)
     BACKUP,
     BEST,
     JIT_COMPILE,

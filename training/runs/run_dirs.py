@@ -1,6 +1,6 @@
 """A run directory's owner and state: what training may write there, and when.
 
-A run directory is made by `training.runs.train_run` (`python -m
+A run directory is made by `training.runs.runs.train_run` (`python -m
 training.train`) and holds only what the project writes there (`owned`):
 the run's own files, results the other commands derive from its model
 (`saved_model/`, `evaluation-*.json`, `syntax-*/`), the table runner's
@@ -58,7 +58,7 @@ JIT_COMPILE, STEPS_PER_EXECUTION = "jit_compile", "steps_per_execution"
 ATTEMPT = "attempt"
 # What marks a folder the project made as something else than a run: a
 # preset (`zoo.presets.preset_loader.CARD`) and a record of results/
-# (`training.records.RECORD`; tests/training/probe_run_dirs_test.py ties them).
+# (`training.records.RECORD`; tests/training/runs/probe_run_dirs_test.py ties them).
 CARD, RECORD = "card.json", "record.json"
 # What training writes, moved over the old run by `promote` (metrics.json last).
 TRAINED = (RECIPE, VOCABULARY, BEST, LOG, TENSORBOARD)

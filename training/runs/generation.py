@@ -10,7 +10,7 @@ rather than the prefix re-run, and read back as text
 import numpy as np
 
 import zoo
-from training import runs
+from training.runs import runs
 from zoo.checks import check_number
 
 # The most tokens one command samples: only a mistake asks for more.
