@@ -68,19 +68,9 @@ FLOORS = (
         ("training.runs.*",),
     ),
     (
-        "tables",
-        "reproduction tables: schema, runs, records, summaries, presets",
-        (
-            "training.history",
-            "training.table_schema",
-            "training.table_summary",
-            "training.table_baselines",
-            "training.records",
-            "training.table_runs",
-            "training.table_sweep",
-            "training.backfill",
-            "training.preset_builder",
-        ),
+        "reproduction",
+        "the papers' tables over seeds: schema, runs, records, summaries; presets",
+        ("training.reproduction.*",),
     ),
     ("analysis", "the papers' analyses of trained models", ("training.analysis.*",)),
     (

@@ -7,9 +7,9 @@
     python -m training.reproduce --backfill [--results DIR]
 
 Every row x seed is a `python -m training.train` run, recorded in RESULTS; the
-same command resumes a killed sweep. Behind it: `training.table_sweep` (how
-runs are shared, recorded, set aside and kept apart by backend),
-`training.records.report_document` (--report) and `training.backfill`.
+same command resumes a killed sweep. Behind it, in `training.reproduction`:
+`table_sweep` (how runs are shared, recorded, set aside and kept apart by
+backend), `records.report_document` (--report) and `backfill`.
 """
 
 import sys
@@ -85,7 +85,7 @@ def main(argv=None):
     except ValueError as error:
         parser.exit(2, f"{prog}: error: {error}\n")
     command_line.start_tensorflow()
-    from training import backfill, records, table_schema, table_sweep
+    from training.reproduction import backfill, records, table_schema, table_sweep
     from training.runs import runs
     from training.tasks import recipes
 

@@ -13,8 +13,9 @@ import pytest
 import scipy.stats
 
 from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
-from training import records, reproduce, table_runs, table_schema, table_summary, train
+from training import reproduce, train
 from training.core import compile_mode
+from training.reproduction import records, table_runs, table_schema, table_summary
 from training.tasks import recipes
 
 BAD_INPUTS = [

@@ -102,7 +102,7 @@ SUITES = {
 
 
 # Two recognition rows of two languages at a tiny split scale (the rule rows'
-# tests: `training.table_baselines`).
+# tests: `training.reproduction.table_baselines`).
 TINY_RECOGNITION = """
 title = "Tiny recognition"
 seeds = 1

@@ -360,12 +360,13 @@ class _RecordPath:
         return value
 
 
-# A record's record.json, timing.json and host.json (`training.records`).
+# A record's record.json, timing.json and host.json (`training.reproduction.records`).
 RECORD = Table(
     {
         "parameters": Number(0, integer=True, nullable=True),
         "copied_from": _RecordPath(),
-        # metrics added to the record later, and by what (training.backfill)
+        # metrics added to the record later, and by what
+        # (training.reproduction.backfill)
         "backfilled": Table(
             {"by": Text(), "keys": ListOf(Text(), nonempty=True)},
             required=("by", "keys"),
@@ -391,7 +392,7 @@ HOST = Table(
     others=Text(),  # platform, Python and package versions
 )
 
-# A preset's card.json (`training.preset_builder.save_preset`).
+# A preset's card.json (`training.reproduction.preset_builder.save_preset`).
 PAPER_VALUE = Either(
     Number(),
     Table({"mean": Number(), "best": Number()}, nonempty=True),

@@ -2,7 +2,7 @@
 
 Experiment recipes live in `training/recipes/` (`RECIPE_DIR`, read by
 `training.tasks.recipes.resolve`) and reproduction tables in `training/tables/`
-(`TABLE_DIR`, read by `training.table_schema.load_table`); either is named
+(`TABLE_DIR`, read by `training.reproduction.table_schema.load_table`); either is named
 by its file's stem or given as any path ending in `.toml` (`find`). Each
 error is one line, of the caller's error class (`RecipeError`,
 `TableError`).

@@ -58,14 +58,15 @@ JIT_COMPILE, STEPS_PER_EXECUTION = "jit_compile", "steps_per_execution"
 ATTEMPT = "attempt"
 # What marks a folder the project made as something else than a run: a
 # preset (`zoo.presets.preset_loader.CARD`) and a record of results/
-# (`training.records.RECORD`; tests/training/runs/probe_run_dirs_test.py ties them).
+# (`training.reproduction.records.RECORD`;
+# tests/training/runs/probe_run_dirs_test.py ties them).
 CARD, RECORD = "card.json", "record.json"
 # What training writes, moved over the old run by `promote` (metrics.json last).
 TRAINED = (RECIPE, VOCABULARY, BEST, LOG, TENSORBOARD)
 # What other commands derive from a run's model into its folder: the
 # export of `python -m training.train`, `evaluate`'s and `syntax`'s results.
 DERIVED = re.compile(r"saved_model|evaluation-[^/]*\.json|syntax-[^/]*")
-# What the table runner (`training.table_runs`, a floor above) keeps beside
+# What the table runner (`training.reproduction.table_runs`, a floor above) keeps beside
 # the run it trains (its lock, the output, timing and host).
 RUNNER = (".lock", "train.log", "timing.json", "host.json")
 # Temporaries: `write_atomically`'s, `AtomicModelCheckpoint`'s, `scratch_beside`'s,

@@ -22,8 +22,9 @@ from tests.training.reproduce_test import _metrics, _write_record
 from tests.training.tiny import TINY_TABLE
 from tests.zoo.backend_processes import ROOT, needs, quiet_environment, run_module
 from tests.zoo.backend_runs import stateful_checks
-from training import records, reproduce, table_runs, table_schema
+from training import reproduce
 from training.core import backends, compile_mode, fitting
+from training.reproduction import records, table_runs, table_schema
 from training.runs import generation, runs
 from training.runs.saved_model import MARKER
 from training.tasks import recipes

@@ -25,19 +25,9 @@ import numpy as np
 import pytest
 
 from tests.training.tiny import tiny_recipe
-from training import (
-    evaluate,
-    export,
-    generate,
-    preset,
-    preset_builder,
-    records,
-    reproduce,
-    syntax,
-    table_sweep,
-    train,
-)
+from training import evaluate, export, generate, preset, reproduce, syntax, train
 from training.core.callbacks import RunBackup
+from training.reproduction import preset_builder, records, table_sweep
 from training.runs import evaluation, generation, runs, saved_model
 
 ROOT = Path(__file__).resolve().parents[3]

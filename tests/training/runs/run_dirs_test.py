@@ -8,8 +8,8 @@ import h5py
 import pytest
 
 import zoo
-from training import records, table_runs
 from training.core.callbacks import RunBackup
+from training.reproduction import records, table_runs
 from training.runs import run_dirs
 from training.tasks import recipes
 

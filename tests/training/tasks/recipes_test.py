@@ -6,10 +6,10 @@ from pathlib import Path
 import keras
 import pytest
 
-from training import table_schema
 from training.core.config import option_fields
 from training.core.config.train_options import TrainOptions
 from training.data.tokenize import Vocabulary
+from training.reproduction import table_schema
 from training.runs import runs
 from training.tasks import TASKS, make_task, recipes
 

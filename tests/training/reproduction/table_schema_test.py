@@ -1,6 +1,6 @@
 import pytest
 
-from training import table_schema
+from training.reproduction import table_schema
 from tuning import protocol_runs
 
 

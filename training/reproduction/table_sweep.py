@@ -3,7 +3,7 @@
 `prepare` makes every check of a sweep before anything is written (the
 options, the table, the folders, the records' backend, the run directories'
 owners) and returns the `Sweep`; `run` records what is finished, trains what
-is missing (`training.table_runs`) and writes the table once every run is
+is missing (`training.reproduction.table_runs`) and writes the table once every run is
 recorded, reporting each step through a `report(line)` it is given.
 
 Every row x seed is an ordinary `python -m training.train` run in
@@ -17,7 +17,7 @@ never train the same run, and whoever finds every run finished writes
 `OUT/TABLE.md` and `OUT/TABLE.json` once (shards finishing together take
 turns under a lock; or run `--aggregate-only` at the end).
 
-Each finished run's record (`training.records`: recipe, metrics, per-epoch
+Each finished run's record (`training.reproduction.records`: recipe, metrics, per-epoch
 log, timing and machine; no weights) is copied to `RESULTS/TABLE/ROW/seed-N`
 (`--results`, default `results`: run from the repository root, whose
 `results/` is committed). A run with a record is not trained again, on this
@@ -41,8 +41,8 @@ import fcntl
 import os
 from pathlib import Path
 
-from training import records, table_runs, table_schema
 from training.core import backends
+from training.reproduction import records, table_runs, table_schema
 from training.runs import runs
 
 AGGREGATE_LOCK = ".aggregate.lock"
@@ -74,7 +74,7 @@ def check_writable(path, option):
 class Sweep:
     """What a reproduce command will do, found before anything is written."""
 
-    table: object  # a training.table_schema.Table
+    table: object  # a training.reproduction.table_schema.Table
     out: Path
     results: Path
     seeds: int

@@ -13,7 +13,7 @@ A table is a TOML file in `training/tables/` (or any path ending in `.toml`):
     better = "higher"                # or "lower"
 
     [[metric]]                       # or a quantity of its per-epoch log.csv
-    key = "history.epoch_of_min_val_loss"   # `training.history` names them
+    key = "history.epoch_of_min_val_loss"   # `training.reproduction.history` names them
     label = "epochs to converge (best validation loss)"
     better = "lower"
 
@@ -35,19 +35,19 @@ Every row x seed is an ordinary training run: the recipe at its scale with
 the row's overrides and `train.seed=SEED`, in its own run directory
 `OUT/runs/ROW/seed-SEED`. `load_table` reads a table file (found and read
 by `training.core.recipe_files`), `plan` lists its runs and `shard` one
-process's share of them; `training.table_runs` trains and records them and
-`training.table_summary` summarizes their metrics.
+process's share of them; `training.reproduction.table_runs` trains and records them and
+`training.reproduction.table_summary` summarizes their metrics.
 """
 
 import dataclasses
 from pathlib import Path
 
-from training import history
 from training.core import file_schema, recipe_files
+from training.reproduction import history
 from training.tasks import recipes
 
 BETTER = ("higher", "lower")
-# A metric key `history.NAME` reads the quantity NAME of `training.history`
+# A metric key `history.NAME` reads the quantity NAME of `training.reproduction.history`
 # from the run's log.csv instead of a path into its metrics.json.
 HISTORY = "history."
 
@@ -195,7 +195,8 @@ def _metric(entry, where):
 
 
 def history_quantity(key):
-    """The `training.history` quantity a `history.NAME` key reads, else None."""
+    """The `training.reproduction.history` quantity a `history.NAME` key
+    reads, else None."""
     return key[len(HISTORY) :] if key.startswith(HISTORY) else None
 
 
@@ -344,9 +345,9 @@ def metric_value(metrics, key):
 def result_value(result, key):
     """The metric `key` of one run's result, or None.
 
-    `result` is what `training.records.read_record` returns: a `history.NAME`
-    key is read from its `history` (the quantities of its log.csv), any
-    other from its `metrics` (`metric_value`).
+    `result` is what `training.reproduction.records.read_record` returns: a
+    `history.NAME` key is read from its `history` (the quantities of its
+    log.csv), any other from its `metrics` (`metric_value`).
     """
     quantity = history_quantity(key)
     if quantity is not None:

@@ -1,6 +1,6 @@
 import pytest
 
-from training import history
+from training.reproduction import history
 
 
 def write_log(path, columns, rows):

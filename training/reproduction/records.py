@@ -4,7 +4,8 @@
         recipe.json    the resolved recipe the run trained (seed included)
         metrics.json   its metrics on every split
         log.csv        its per-epoch history (Keras's CSVLogger), which a
-                       table's `history.NAME` metrics read (`training.history`)
+                       table's `history.NAME` metrics read
+                       (`training.reproduction.history`)
         timing.json    seconds of training over all attempts, and attempts
         host.json      the machine it trained on: CPU model, its vector
                        instructions (cpu_features) and count, platform,
@@ -43,9 +44,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from training import history, table_baselines, table_schema, table_summary
 from training.core import compile_mode, file_schema
 from training.core.callbacks import write_atomically
+from training.reproduction import history, table_baselines, table_schema, table_summary
 from training.runs import runs
 from training.tasks import recipes
 
@@ -284,7 +285,7 @@ def _history(folder, quantities):
 def read_record(folder, run, results, quantities=()):
     """The result of `run` (a `table_schema.Run`) from its record `folder`.
 
-    `quantities` are `training.history` names to read from its log.csv:
+    `quantities` are `training.reproduction.history` names to read from its log.csv:
     the result's `history` holds their values (None where the log lacks
     their column) and `history_lacks` the columns (or the log.csv) the
     record lacks.

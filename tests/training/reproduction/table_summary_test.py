@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from training import table_schema, table_summary
+from training.reproduction import table_schema, table_summary
 
 
 def test_summarize_computes_mean_best_std_and_claims(tiny_table):

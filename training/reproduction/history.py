@@ -1,13 +1,13 @@
 """A run's per-epoch history (its `log.csv`) and the quantities read from it.
 
 The history is what Keras's `CSVLogger` wrote into the run directory (and
-`training.records` copied into the run's record): one row per epoch, the
+`training.reproduction.records` copied into the run's record): one row per epoch, the
 `epoch` column counting from 0, then `loss`, `val_loss` and whatever else
 was logged (`val_wcpa` and `val_mean_ldpa` for the Dyck tasks).
 `read_log(path)` reads it as `{column: [value per epoch]}`; `value(history,
 name)` computes one of the named quantities below, which a reproduction
 table reads with a `[[metric]]` key `history.NAME`
-(`training.table_schema`). Epochs are counted from 1 here: "epoch 3" is the
+(`training.reproduction.table_schema`). Epochs are counted from 1 here: "epoch 3" is the
 model after three passes over the training data (row `epoch = 2`).
 
 - `epochs`: the epochs trained (the rows of the log).

@@ -1,12 +1,12 @@
 """A reproduction table's runs in OUT: trained in subprocesses, timed, recorded.
 
-Every run of a table (`training.table_schema.Run`) is an ordinary
+Every run of a table (`training.reproduction.table_schema.Run`) is an ordinary
 `python -m training.train` run in `OUT/runs/ROW/seed-N`, its output in
 `train.log` there. `Job` trains one in a subprocess holding the run
 directory's lock (`LOCK`), so no two processes train the same run, and
 counts its time in `timing.json` (also of an attempt whose runner was
 killed); `execute` runs a queue of them side by side. A finished run
-is recorded (`training.records`) once it is read back whole (`damage`
+is recorded (`training.reproduction.records`) once it is read back whole (`damage`
 says why not; `record_finished` sets a damaged one aside to be trained
 again). `aggregate` writes `OUT/TABLE.md` and `OUT/TABLE.json` from the
 records. `python -m training.reproduce` is the command over these.
@@ -21,9 +21,9 @@ import time
 import zipfile
 from pathlib import Path
 
-from training import records, table_baselines, table_schema, table_summary
 from training.core import file_schema
 from training.core.callbacks import write_atomically
+from training.reproduction import records, table_baselines, table_schema, table_summary
 from training.runs import runs
 
 TIMING = records.TIMING

@@ -1,15 +1,15 @@
 """Metrics the evaluation gained after records were written, added to them.
 
-A record (`training.records`) keeps the metrics its run wrote. A metric that
-needs no model, only what a record holds, is added to the records from
-before it here, so a table reads it from every record alike and `--report`
-still regenerates REPRODUCTION.md from `results/` alone. Today that is the
-Dyck generator's floor (`training.data.dyck_oracle`), for the records of
-`task.kind = "dyck"`: each split is generated again from the record's recipe
-(deterministic in `train.seed`), checked against the record (its number of
-strings and the positions per closing distance behind its LDPA must be the
-same), and `DyckTask.evaluate`'s `oracle_metrics` are computed on it with
-the record's own cross-entropy. `record.json` lists the keys added
+A record (`training.reproduction.records`) keeps the metrics its run
+wrote. A metric that needs no model, only what a record holds, is added to
+the records from before it here, so a table reads it from every record alike
+and `--report` still regenerates REPRODUCTION.md from `results/` alone.
+Today that is the Dyck generator's floor (`training.data.dyck_oracle`), for
+the records of `task.kind = "dyck"`: each split is generated again from the
+record's recipe (deterministic in `train.seed`), checked against the record
+(its number of strings and the positions per closing distance behind its
+LDPA must be the same), and `DyckTask.evaluate`'s `oracle_metrics` are
+computed on it with the record's own cross-entropy. `record.json` lists the keys added
 (`backfilled`).
 
     python -m training.reproduce --backfill [--results DIR]
@@ -23,7 +23,7 @@ from training.runs import runs
 from training.tasks import make_task
 from training.tasks.dyck import oracle_metrics
 
-RECORD = "record.json"  # as `training.records.RECORD`
+RECORD = "record.json"  # as `training.reproduction.records.RECORD`
 BACKFILLED = "backfilled"
 COMMAND = "python -m training.reproduce --backfill"
 ORACLE_KEYS = ("oracle_cross_entropy", "oracle_perplexity", "excess_over_oracle")

@@ -26,9 +26,9 @@ import functools
 
 import numpy as np
 
-from training import table_schema
 from training.core import metrics
 from training.data import languages, one_edit, recognition_sets
+from training.reproduction import table_schema
 
 RULE_SEEDS = (0,)
 RULES = {
@@ -192,7 +192,8 @@ def markdown_lines(table, summary):
         )
         lines += [
             "Rule rows: computed from the data, not trained, on the splits of "
-            f"seed {', '.join(map(str, RULE_SEEDS))} (`training.table_baselines`): "
+            f"seed {', '.join(map(str, RULE_SEEDS))} "
+            "(`training.reproduction.table_baselines`): "
             f"{described}. Each answers at every step from the prefix read and "
             "names the alphabet's first symbol as the next symbol, and is scored "
             "as the models are.",

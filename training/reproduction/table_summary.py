@@ -1,6 +1,6 @@
 """A reproduction table's summary: statistics over seeds, verdicts, Markdown.
 
-`summarize` turns the finished runs' metrics of a `training.table_schema`
+`summarize` turns the finished runs' metrics of a `training.reproduction.table_schema`
 table into mean, best, standard deviation (over seeds, with `ddof=1`) and
 the claims' verdicts (`verdict`); `markdown` writes the summary as tables
 with the paper's numbers beside ours.
@@ -13,8 +13,8 @@ import warnings
 
 import scipy.stats
 
-from training import table_baselines
-from training.table_schema import Row, result_value
+from training.reproduction import table_baselines
+from training.reproduction.table_schema import Row, result_value
 
 # A claim's verdict (`verdict`; REPRODUCTION.md's introduction states the rule).
 MIN_SEEDS = 3  # seeds on each side, at least, for any verdict
@@ -60,7 +60,7 @@ def _rank_p(better, worse, alternative):
     whole numbers), not listed: the same count, and so the same p, as
     `scipy.stats.mannwhitneyu` with `PermutationMethod(n_resamples=inf)`,
     which lists all C(n, k) of them (10 seeds a side: 184,756, each ranked
-    in Python; tests/training/table_summary_test.py checks the two agree).
+    in Python; tests/training/reproduction/table_summary_test.py checks the two agree).
     """
     pooled = [*better, *worse]
     doubled = [0] * len(pooled)  # twice each value's mid-rank (1-based)
@@ -218,10 +218,11 @@ def summarize(table, results, seeds=None, rules=()):
             metrics.json), `seconds` and optionally `parameters`, `host`
             (the CPU it ran on), `history` and `history_lacks` (the
             quantities of its log.csv and the columns it lacks,
-            `training.records.read_record`).
+            `training.reproduction.records.read_record`).
         seeds: the seeds `0 .. seeds - 1` every row should have (default:
             the table's); those without a result are listed in `missing`.
-        rules: the rule rows' results (`training.table_baselines.rule_results`),
+        rules: the rule rows' results
+            (`training.reproduction.table_baselines.rule_results`),
             summarized after the table's rows, in no claim.
 
     Returns:
@@ -419,7 +420,7 @@ def markdown(table, summary):
         lines += [
             "",
             "Verdicts: the rule in REPRODUCTION.md's introduction "
-            "(`training.table_summary.verdict`).",
+            "(`training.reproduction.table_summary.verdict`).",
             "",
         ]
     lines += _lacking_lines(summary.get("history_lacks", []))

@@ -4,10 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from training import backfill, reproduce
+from training import reproduce
+from training.reproduction import backfill
 from training.runs import runs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # A small-scale record (1,000 / 200 / 200 strings): its splits take a second.
 RECORD = ROOT / "results" / "mm_dyck" / "lstm_lm_m4" / "seed-0"
 

@@ -123,7 +123,7 @@ def tolerance_for(value, count, fresh_count):
 
 def remeasure_plan(recipe, metrics, key, tolerance=None):
     """The card's `remeasure` entry for the metric `key` of a run's `metrics`."""
-    from training import table_schema
+    from training.reproduction import table_schema
     from training.runs import runs
 
     value = table_schema.metric_value(metrics, key)
@@ -173,8 +173,8 @@ def remeasure(preset):
     their data's split.
     """
     import zoo
-    from training import table_schema
     from training.core import file_schema
+    from training.reproduction import table_schema
     from training.runs import runs
     from training.tasks import make_task
 
@@ -236,8 +236,8 @@ def save_preset(
     import tensorflow as tf
 
     import zoo
-    from training import table_schema
     from training.core import file_schema
+    from training.reproduction import table_schema
     from training.runs import run_dirs, runs
     from zoo.checks import check_number
 

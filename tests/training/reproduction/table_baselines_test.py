@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from tests.training.tiny import TINY_RECOGNITION
-from training import table_baselines, table_schema, table_summary
 from training.core import metrics
 from training.data import recognition_sets
+from training.reproduction import table_baselines, table_schema, table_summary
 
 # D2 ids: ( = 3, [ = 4, ) = 5, ] = 6. Palindromes: a = 3, b = 4, c = 5.
 D2 = (
