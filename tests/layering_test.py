@@ -17,7 +17,7 @@
 - A command imports nothing that loads Keras before its arguments are read:
   what its module imports when it is run, and what those modules import
   in turn, reaches no module of `LOADS_KERAS` (`--help` answers at once;
-  tests/training/command_line_test.py runs each).
+  tests/training/cli/command_line_test.py runs each).
 """
 
 import ast
@@ -88,7 +88,7 @@ FLOORS = (
     (
         "commands",
         "the CLIs and what they share",
-        (*COMMANDS, "training.command_line"),
+        (*COMMANDS, "training.cli.*"),
     ),
 )
 # Packages whose import takes seconds: a command imports them, and the

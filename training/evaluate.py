@@ -25,7 +25,7 @@ saved model never changes.
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 
 EXAMPLES = (
     (

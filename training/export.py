@@ -11,7 +11,7 @@ backend writes it.
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 
 EXAMPLES = (
     (

@@ -17,7 +17,7 @@ which also bounds `--length` (`MAX_LENGTH` tokens).
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 
 EXAMPLES = (
     (

@@ -21,7 +21,7 @@ same distribution for Dyck and recognition tasks (the data seed
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 from training.reproduction import preset_builder
 
 EXAMPLES = (

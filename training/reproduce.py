@@ -15,7 +15,7 @@ backend), `records.report_document` (--report) and `backfill`.
 import sys
 import time
 
-from training import command_line
+from training.cli import command_line
 from training.core import backends, recipe_files
 
 EXAMPLES = (

@@ -13,12 +13,12 @@ its last finished epoch. The library function behind it is
 import sys
 from pathlib import Path
 
-from training import command_line
+from training.cli import command_line
 from training.core import recipe_files
 
 DEFAULT_RECIPE = "dyck2_dyck_rnn"
 # How overrides are written; each example line is one that works with the
-# default recipe (tests/training/command_line_test.py resolves them).
+# default recipe (tests/training/cli/command_line_test.py resolves them).
 OVERRIDES = """overrides:
   section.key=value sets one key of the recipe's task, model or train table
   (model.options.NAME=value a cell option). The value is read as JSON, else

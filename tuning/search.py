@@ -13,7 +13,7 @@ The library behind it: `tuning.tuners` (resuming, distributed searches) and
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 from training.core import recipe_files
 from tuning import tuners
 

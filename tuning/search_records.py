@@ -20,7 +20,7 @@ the trials the search would have drawn; a record made with other settings
 is refused (`check_record`).
 
 Nothing here imports Keras when the module is imported: the command reads
-its arguments first (`training.command_line`).
+its arguments first (`training.cli.command_line`).
 """
 
 import json

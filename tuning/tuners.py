@@ -21,7 +21,7 @@ oracle and writes the summary, best recipe and record (at the end only),
 each worker runs trials.
 
 Nothing here imports Keras when the module is imported: the command reads
-its arguments first (`training.command_line`).
+its arguments first (`training.cli.command_line`).
 """
 
 import dataclasses

@@ -7,7 +7,7 @@ standard library, this module and modules that import neither (`training`,
 `training.core.backends`, `training.core.recipe_files`); what loads Keras is imported
 inside the functions that use it. This module imports neither either, and
 whatever a parser lists (recipes, tables, scales) comes from files or plain
-constants. `tests/training/command_line_test.py` checks every command's
+constants. `tests/training/cli/command_line_test.py` checks every command's
 `--help`.
 
 `start_tensorflow()`, which a command calls once its arguments are read,

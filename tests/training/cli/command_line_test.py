@@ -1,4 +1,4 @@
-"""Commands answer at once and start TensorFlow quietly (training.command_line).
+"""Commands answer at once and start TensorFlow quietly (training.cli.command_line).
 
 The tests that start a command (`python -X importtime -m ...`) are marked
 `processes`; `tests/layering_test.py` checks the same imports from the
@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.layering_test import COMMANDS
-from training import command_line, train
+from training import train
+from training.cli import command_line
 from training.core import recipe_files
 from training.tasks import recipes
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # What a command may import only once its arguments are read.
 HEAVY = ("keras", "tensorflow", "tensorflow_text", "keras_tuner", "jax")
 BANNER = "WARNING: All log messages before absl::InitializeLog() is called are "
