@@ -3,6 +3,9 @@
 - Floors: every module of `zoo`, `training` and `tuning` stands on one floor
   of `FLOORS`, and imports only modules of its own floor or of the floors
   below it; no module imports a command (`COMMANDS`).
+- The folders show the floors: each package of `training` stands whole on
+  one floor, and `training/`'s top level holds only its commands,
+  `__init__.py` and packages.
 - The fit path (`FIT_PATH`) knows a task only by the protocol declared on
   its own floor (`TASK_PROTOCOL`): it imports that and no module of the
   tasks floor.
@@ -24,6 +27,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TRAINING = ROOT / "training"
 PACKAGES = ("zoo", "training", "tuning")
 MAX_LINES = 500
 COMMAND_MAX_LINES = 120
@@ -184,6 +188,36 @@ def test_modules_import_only_their_own_floor_or_below_and_no_command():
                     f"({FLOORS[floor_of(imported)][0]}), a floor above"
                 )
     assert not wrong, "\n".join(wrong)
+
+
+def test_each_package_of_training_stands_whole_on_one_floor():
+    whole = {member[:-2] for _, _, members in FLOORS for member in members}
+    packages = sorted(
+        f"training.{path.parent.name}" for path in TRAINING.glob("*/__init__.py")
+    )
+    split = [package for package in packages if package not in whole]
+    assert not split, f"not named whole (PACKAGE.*) on a floor of FLOORS: {split}"
+
+
+def test_the_top_level_of_training_holds_only_commands_and_packages():
+    commands = {name.split(".")[1] for name in COMMANDS if name.startswith("training.")}
+    loose = sorted(
+        path.name
+        for path in TRAINING.glob("*.py")
+        if path.stem not in commands | {"__init__"}
+    )
+    assert not loose, (
+        f"modules at training/'s top level that are not commands: {loose}; "
+        "expected each in the package of its floor (training/FLOOR/)"
+    )
+    # A folder of modules is a package; recipes/ and tables/ hold TOML files.
+    folders = sorted(
+        path.name
+        for path in TRAINING.iterdir()
+        if path.is_dir() and any(path.rglob("*.py"))
+        if not (path / "__init__.py").is_file()
+    )
+    assert not folders, f"folders of modules without an __init__.py: {folders}"
 
 
 def test_the_fit_path_knows_a_task_only_by_its_protocol():
