@@ -1,4 +1,10 @@
-"""Training, evaluation, export and the CLIs around the zoo's models."""
+"""Training, evaluation, export and the commands around the zoo's models.
+
+A package a floor, each importing only its own and those below: `data`,
+`core`, `tasks`, `runs`, `reproduction`, `analysis`. The commands
+(`python -m training.NAME`) stand at the top level, with `cli`, what they
+share; docs/layout.md draws the tree and tests/layering_test.py holds it.
+"""
 
 from training.core import backends as _backends
 
