@@ -27,7 +27,11 @@ it beside `jit_compile` (`steps_per_execution`), and a resumed run keeps it.
 """
 
 import collections
+import hashlib
+import importlib.metadata
+import json
 import math
+import os
 import platform
 from pathlib import Path
 
@@ -79,6 +83,48 @@ def cpu_features():
     """Those of `CPU_FEATURES` this CPU has, in that order ([] if unknown)."""
     flags = set((_cpuinfo("flags") or "").split())
     return [name for name in CPU_FEATURES if name in flags]
+
+
+def xla_cache_flags(directory, environ=None):
+    """`TF_XLA_FLAGS` that keep TensorFlow's compiled XLA programs in `directory`.
+
+    A process started with them (TensorFlow reads the variable when it
+    starts) loads a program compiled by an earlier one instead of compiling
+    it again: the runs of a reproduction table compile the same programs,
+    seed after seed. TensorFlow names each file by fingerprints of the
+    program and its signature but not of the compiler's settings or the
+    machine, so the files' names begin with a fingerprint of those
+    (TensorFlow's version, the CPU and its `CPU_FEATURES`, `XLA_FLAGS`): a
+    program compiled for another CPU or with other XLA flags is never
+    loaded. A loaded program is the compiled one, so training gives the
+    same numbers bitwise (tests/training/core/compile_mode_test.py).
+    `--tf_xla_persistent_cache_directory` is TensorFlow's own flag
+    (tensorflow/compiler/jit/flags.cc), not in its documentation.
+
+    Args:
+        directory: The folder of the compiled programs (made on first use).
+        environ: The environment the process starts with (default
+            `os.environ`); its `TF_XLA_FLAGS` are kept in front.
+    """
+    environ = os.environ if environ is None else environ
+    try:
+        version = importlib.metadata.version("tensorflow")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    settings = {
+        "tensorflow": version,
+        "cpu": cpu_name(),
+        "cpu_features": cpu_features(),
+        "XLA_FLAGS": environ.get("XLA_FLAGS", ""),
+        "TF_XLA_FLAGS": environ.get("TF_XLA_FLAGS", ""),
+    }
+    key = json.dumps(settings, sort_keys=True).encode()
+    prefix = "zoo_" + hashlib.sha256(key).hexdigest()[:16]
+    flags = (
+        f"--tf_xla_persistent_cache_directory={Path(directory).resolve()} "
+        f"--tf_xla_persistent_cache_prefix={prefix}"
+    )
+    return f"{settings['TF_XLA_FLAGS']} {flags}".strip()
 
 
 def choose(setting, units, batch, length):

@@ -21,7 +21,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from training.core import file_schema
+from training.core import compile_mode, file_schema
 from training.core.callbacks import write_atomically
 from training.reproduction import records, table_baselines, table_schema, table_summary
 from training.runs import runs
@@ -210,7 +210,7 @@ def record_finished(table, run, results_dir, retrain, report):
 class Job:
     """One training subprocess, holding the run directory's lock."""
 
-    def __init__(self, run, threads, backend="tensorflow"):
+    def __init__(self, run, threads, backend="tensorflow", xla_cache=None):
         self.run = run
         run.run_dir.mkdir(parents=True, exist_ok=True)
         self.lock = open(run.run_dir / LOCK, "a")
@@ -226,6 +226,8 @@ class Job:
             "OMP_NUM_THREADS": str(threads),
             "KERAS_BACKEND": backend,
         }
+        if xla_cache is not None and backend == "tensorflow":
+            environment["TF_XLA_FLAGS"] = compile_mode.xla_cache_flags(xla_cache)
         _settle(run, locked=True)  # before anything here is written
         self.log = open(run.run_dir / LOG, "a")
         timing = _read_timing(run) or {"seconds": 0.0}
@@ -279,11 +281,21 @@ def _line(table, run):
 
 
 def execute(
-    table, pending, jobs, threads, results_dir, report=print, backend="tensorflow"
+    table,
+    pending,
+    jobs,
+    threads,
+    results_dir,
+    report=print,
+    backend="tensorflow",
+    xla_cache=None,
 ):
     """Trains `pending` runs, `jobs` at a time, recording each in `results_dir`.
 
-    The runs train on the Keras `backend` (their `KERAS_BACKEND`).
+    The runs train on the Keras `backend` (their `KERAS_BACKEND`). On
+    TensorFlow, with `xla_cache` (a folder), they keep their compiled XLA
+    programs there and load those that an earlier run compiled
+    (`compile_mode.xla_cache_flags`).
 
     A run whose directory another process has locked is left to it.
 
@@ -298,7 +310,7 @@ def execute(
             if finished(run):
                 continue
             try:
-                active.append(Job(run, threads, backend))
+                active.append(Job(run, threads, backend, xla_cache))
             except BlockingIOError:
                 report(f"{run.row.name} seed {run.seed}: trained by another process")
         time.sleep(0.2)

@@ -24,6 +24,10 @@ log, timing and machine; no weights) is copied to `RESULTS/TABLE/ROW/seed-N`
 machine or on another that has the record; a run whose recipe another table
 has recorded gets a copy of that record. The table is made from the records:
 every row with every recorded seed, whatever `--only` and `--seeds` select.
+On TensorFlow the runs keep their compiled XLA programs in `OUT/xla-cache`
+and load those an earlier run of OUT compiled, so the seeds after the
+first skip most of their compiling (the same numbers bitwise; the folder
+can be deleted at any time).
 A finished run in OUT that cannot be read (metrics.json, timing.json or
 best.keras) is named in one line, set aside (`NAME.damaged`) and trained
 again; with `--aggregate-only` it is left out of the table.
@@ -46,6 +50,9 @@ from training.reproduction import records, table_runs, table_schema
 from training.runs import runs
 
 AGGREGATE_LOCK = ".aggregate.lock"
+# The runs' compiled XLA programs, shared by every run of OUT
+# (`training.core.compile_mode.xla_cache_flags`); deleting it costs only time.
+XLA_CACHE = "xla-cache"
 
 
 def check_writable(path, option):
@@ -246,6 +253,7 @@ def run(sweep, started, report):
             sweep.results,
             report=report,
             backend=sweep.backend,
+            xla_cache=out / XLA_CACHE,
         )
         if failed:
             report(f"{len(failed)} runs failed; rerun the same command to retry them")

@@ -1,3 +1,6 @@
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import keras
@@ -5,7 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.training.tiny import LSTM_RECOGNIZER, TINY, tiny_recipe
+from tests.training.tiny import LSTM_RECOGNIZER, RECIPE_OF, TINY, tiny_recipe
+from tests.zoo.backend_processes import quiet_environment
 from training.core import compile_mode, fitting
 from training.runs import runs
 from training.tasks import make_task, recipes
@@ -296,3 +300,71 @@ def test_cpu_features_are_the_known_flags_this_cpu_has_in_order():
     if flags:  # Linux: exactly the listed names that the kernel reports
         expected = [name for name in compile_mode.CPU_FEATURES if name in flags[0]]
         assert features == expected
+
+
+def test_xla_cache_flags_name_the_folder_and_a_key_of_the_compilers_settings(
+    tmp_path,
+):
+    flags = compile_mode.xla_cache_flags(tmp_path / "cache", {})
+    assert flags.split() == [
+        f"--tf_xla_persistent_cache_directory={(tmp_path / 'cache').resolve()}",
+        flags.split()[1],
+    ]
+    prefix = flags.split()[1].partition("=")[2]
+    assert prefix.startswith("zoo_")
+    assert compile_mode.xla_cache_flags(tmp_path / "cache", {}) == flags
+    # Other XLA flags compile other programs: another key. A user's own
+    # TF_XLA_FLAGS are kept, in front.
+    other = compile_mode.xla_cache_flags(tmp_path, {"XLA_FLAGS": "--xla_cpu_x=1"})
+    assert other.split()[1] != flags.split()[1]
+    own = compile_mode.xla_cache_flags(tmp_path, {"TF_XLA_FLAGS": "--tf_xla_a=1"})
+    assert own.split()[0] == "--tf_xla_a=1"
+    assert own.split()[2] not in (flags.split()[1], other.split()[1])
+
+
+@pytest.mark.processes
+def test_a_program_loaded_from_the_xla_cache_trains_the_same_numbers(tmp_path):
+    # The tiny Dyck run compiled, three times: compiling into the cache,
+    # loading from it, and with no cache at all.
+    cache = tmp_path / "cache"
+    argv = [RECIPE_OF["dyck"], "--scale", "small", *TINY["dyck"]]
+    argv += ["train.jit_compile=true", "--no-export"]
+    for name, flags in [
+        ("compiled", compile_mode.xla_cache_flags(cache)),
+        ("loaded", compile_mode.xla_cache_flags(cache)),
+        ("uncached", None),
+    ]:
+        environment = quiet_environment()
+        environment.pop("TF_XLA_FLAGS", None)
+        if flags:
+            environment["TF_XLA_FLAGS"] = flags
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "training.train",
+                *argv,
+                "--run-dir",
+                tmp_path / name,
+            ],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        if name == "compiled":
+            programs = sorted(path.name for path in cache.iterdir())
+            assert programs and all(p.startswith("zoo_") for p in programs)
+        if name == "loaded":  # nothing compiled again
+            assert sorted(path.name for path in cache.iterdir()) == programs
+    logs = {
+        name: (tmp_path / name / "log.csv").read_text()
+        for name in ("compiled", "loaded", "uncached")
+    }
+    assert logs["loaded"] == logs["compiled"] == logs["uncached"]
+    metrics = [
+        json.loads((tmp_path / name / "metrics.json").read_text())["test"]
+        for name in ("compiled", "loaded", "uncached")
+    ]
+    assert metrics[0] == metrics[1] == metrics[2]
