@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/epoch_times.py RECIPE SCALE [override ...]
 
-Trains the recipe with `training.runs.train_run` (as `python -m
+Trains the recipe with `training.runs.runs.train_run` (as `python -m
 training.train` does, without the export) in a temporary run directory and
 prints each epoch's wall and CPU (`time.process_time`) seconds, measured by
 a callback from the epoch's start to its end, with its loss, then the
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import keras
 
-from training import recipes, runs
+from training.runs import runs
+from training.tasks import recipes
 
 
 class EpochClock(keras.callbacks.Callback):

@@ -5,23 +5,25 @@
         [--cells mlstm mmlstm] [--cell-units 256] [--batches 64] [--epochs 3]
         [--rounds 2] [--keras-loop] [--save FILE] [--report FILE]
 
-Two shapes, batch 32, random data:
+Three shapes, batch 32, random data:
 - `recognizer`: `zoo.recognizer("lstm", vocab_size=6, units=U,
   embedding_dim=8)` with `zoo.models.hybrid_recognition_loss()`, Adam 2e-3
   with clipvalue 15, length 55 (ids 1-5, each row 28-55 long, padded with 0).
 - `lm`: `zoo.language_model("lstm", 50, U, embedding_dim=min(U, 32))`,
-  sparse cross-entropy on the logits, the same Adam, length 128.
+  sparse cross-entropy on the logits, the same Adam, length 128;
+- `wide_lm` (not in the default `--shapes`): `lm` with `embedding_dim=U`,
+  inputs as wide as the state, as in `benchmarks/cells.py`.
 
 Rows (each trains `--epochs` epochs of `--batches` batches; a step's time is
 the best epoch from the second on, in wall and in CPU seconds):
 - `xla`: the zoo model on TensorFlow compiled with `jit_compile=True` and the
   steps a call (`steps_per_execution`) that `training.train` would group
-  under XLA (`training.compile_mode.choose_steps`: 32 for a step with
+  under XLA (`training.core.compile_mode.choose_steps`: 32 for a step with
   `batch x units x length <= CPU_XLA_LIMIT`, else 1);
 - `graph`: the same with `jit_compile=False`, one step a call;
 - `zoo default`: not run on its own but read from those two: what
   `training.train` uses, `zoo.default_jit_compile(units, batch, length)` and
-  `training.compile_mode.choose_steps` (32 steps a call under XLA, else 1);
+  `training.core.compile_mode.choose_steps` (32 steps a call under XLA, else 1);
 - `keras_loop` (`--keras-loop`): the `xla` row with
   `zoo.backbone.tensorflow_loop` and `zoo.models.tensorflow_steps` replaced
   by the identity before the model is built, i.e. Keras's own TensorFlow
@@ -65,7 +67,15 @@ BATCH = 32
 SHAPES = {  # name -> (vocabulary, length)
     "recognizer": (6, 55),
     "lm": (50, 128),
+    "wide_lm": (50, 128),
 }
+
+
+def embedding_dim(shape, units):
+    """The embedding width of `shape`'s models at `units` units."""
+    return {"recognizer": 8, "lm": min(units, 32), "wide_lm": units}[shape]
+
+
 TF_ROWS = ("xla", "graph", "keras_loop")
 ROWS = ("xla", "graph", "jax", "torch", "torch_loop")
 LABELS = {
@@ -109,7 +119,7 @@ def data(shape, batches, seed=0):
 def default_settings(units, length, batches):
     """`(jit_compile, steps_per_execution)` that `training.train` would use."""
     import zoo
-    from training import compile_mode
+    from training.core import compile_mode
 
     jit = bool(zoo.default_jit_compile(units, BATCH, length))
     steps = compile_mode.choose_steps("auto", jit, (units, BATCH, length), batches)
@@ -146,9 +156,9 @@ def run_keras(row, shape, cell, units, batches, epochs):
     if row == "graph":
         jit, steps = False, 1
     elif row == "jax":
-        jit, steps = True, min(32, batches)  # training.compile_mode.AUTO_STEPS
+        jit, steps = True, min(32, batches)  # training.core.compile_mode.AUTO_STEPS
     else:  # XLA with the steps a call training.train would group
-        from training import compile_mode
+        from training.core import compile_mode
 
         jit = True
         shape_of_step = (units, BATCH, length)
@@ -160,7 +170,13 @@ def run_keras(row, shape, cell, units, batches, epochs):
     optimizer = keras.optimizers.Adam(2e-3, clipvalue=15.0)
     ids, next_ids, labels = data(shape, batches)
     if shape == "recognizer":
-        model = zoo.recognizer(cell, vocabulary, units, embedding_dim=8, **options)
+        model = zoo.recognizer(
+            cell,
+            vocabulary,
+            units,
+            embedding_dim=embedding_dim(shape, units),
+            **options,
+        )
         model.compile(
             optimizer,
             **zoo.models.hybrid_recognition_loss(),
@@ -170,7 +186,11 @@ def run_keras(row, shape, cell, units, batches, epochs):
         targets = zoo.models.recognition_targets(ids, labels)
     else:
         model = zoo.language_model(
-            cell, vocabulary, units, embedding_dim=min(units, 32), **options
+            cell,
+            vocabulary,
+            units,
+            embedding_dim=embedding_dim(shape, units),
+            **options,
         )
         model.compile(
             optimizer,
@@ -223,16 +243,16 @@ def run_torch(row, shape, units, batches, epochs):
     torch.set_num_threads(1)
     torch.manual_seed(0)
     vocabulary, length = SHAPES[shape]
-    embedding_dim = 8 if shape == "recognizer" else min(units, 32)
+    width = embedding_dim(shape, units)
 
     class Model(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.embedding = torch.nn.Embedding(vocabulary, embedding_dim)
+            self.embedding = torch.nn.Embedding(vocabulary, width)
             if row == "torch":
-                self.lstm = torch.nn.LSTM(embedding_dim, units, batch_first=True)
+                self.lstm = torch.nn.LSTM(width, units, batch_first=True)
             else:
-                self.cell = torch.nn.LSTMCell(embedding_dim, units)
+                self.cell = torch.nn.LSTMCell(width, units)
             self.next_symbol = torch.nn.Linear(units, vocabulary)
             self.accept = torch.nn.Linear(units, 1)
 
@@ -358,7 +378,7 @@ def main():
         "--units", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256]
     )
     parser.add_argument(
-        "--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES)
+        "--shapes", nargs="+", choices=list(SHAPES), default=["recognizer", "lm"]
     )
     parser.add_argument("--rows", nargs="+", choices=ROWS, default=list(ROWS))
     parser.add_argument("--cells", nargs="*", default=["mlstm", "mmlstm"])
@@ -385,7 +405,7 @@ def main():
         best = {tuple(result["key"]): result for result in saved["results"]}
         return report(with_default(best, args), saved["rows"], args)
 
-    from training import compile_mode
+    from training.core import compile_mode
 
     rows = [*args.rows, *(["keras_loop"] if args.keras_loop else [])]
     print(

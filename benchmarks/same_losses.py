@@ -4,7 +4,7 @@
         [--runs dyck2_lstm:paper recognition_d2_diffstk_rnn:small]
         [--tolerance 1e-6] [override ...]
 
-Trains each recipe (`name:scale`) twice with `training.runs.train_run`, from
+Trains each recipe (`name:scale`) twice with `training.runs.runs.train_run`, from
 the same seed, in temporary run directories, each in its own process:
 
 - `zoo`: as `training.train` trains it, with the zoo's TensorFlow recurrent
@@ -40,7 +40,8 @@ def worker(name, scale, overrides, keras_loop):
             for function in ("tensorflow_loop", "tensorflow_steps"):
                 if hasattr(module, function):
                     setattr(module, function, lambda x: x)
-    from training import recipes, runs
+    from training.runs import runs
+    from training.tasks import recipes
 
     recipe = recipes.resolve(name, scale, overrides)
     with tempfile.TemporaryDirectory() as run_dir:

@@ -2,7 +2,7 @@ r"""A training step of a `so_wikitext2` row with and without a sampled softmax.
 
 Builds the row's model (hidden size 64, embeddings 64, batch 64 x 70,
 WikiText-2's 33,278 words) as `python -m training.train` does, compiles it
-as `training.fitting.fit` does (XLA by the recipe's rule, all steps of an
+as `training.core.fitting.fit` does (XLA by the recipe's rule, all steps of an
 epoch in one call), trains two epochs of STEPS steps on the training data
 and prints the second epoch's wall and CPU time per step; then one full
 validation pass (the full softmax, as `val_loss`), timed the same way.
@@ -23,8 +23,8 @@ import time
 
 import keras
 
-from training import compile_mode, fitting, recipes
-from training.tasks import make_task
+from training.core import compile_mode, fitting
+from training.tasks import make_task, recipes
 
 ROWS = {
     "lstm": ["model.cell=lstm", "model.options={}", "train.temperature_factor=null"],

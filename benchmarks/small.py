@@ -42,7 +42,8 @@ import keras
 import numpy as np
 
 import zoo
-from training import compile_mode, recipes
+from training.core import compile_mode
+from training.tasks import recipes
 from zoo.devices import gpu_visible
 
 SHAPES = {"dyck": "dyck2_lstm", "d2": "recognition_d2_diffstk_rnn"}

@@ -17,7 +17,7 @@ models train on, so later rounds time later weights: the step is the same
 work whatever the weights.
 
 With `--whole-run DIR` it trains RECIPE at paper scale into DIR as
-`python -m training.train` does (`training.runs.train_run`, Keras's one
+`python -m training.train` does (`training.runs.runs.train_run`, Keras's one
 line per epoch) and also prints each epoch's seconds and ms/step to two
 decimals with the load average, then the run's XLA and steps-per-call
 choices.
@@ -32,8 +32,9 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from training import fitting, recipes, runs
-from training.tasks import make_task
+from training.core import fitting
+from training.runs import runs
+from training.tasks import make_task, recipes
 
 
 class EpochTimer(keras.callbacks.Callback):

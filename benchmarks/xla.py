@@ -5,12 +5,12 @@
         [--batch 32] [--repeats 2] [--max-seconds 3] [--max-step 4]
         [--threads 1]
 
-The table behind `train.jit_compile = "auto"` (`training.compile_mode`): for
+The table behind `train.jit_compile = "auto"` (`training.core.compile_mode`): for
 each cell, units and length, a `zoo.language_model` (vocabulary 50,
 embedding `min(units, 32)`) is compiled twice in one process, as
 `training.train` would run it either way: `jit_compile=False` with one step
 a call, and `jit_compile=True` with every step of an epoch in one call
-(`steps_per_execution`, up to `training.compile_mode.AUTO_STEPS`; the zoo's
+(`steps_per_execution`, up to `training.core.compile_mode.AUTO_STEPS`; the zoo's
 grouped XLA train function, `zoo.tensorflow_steps`). Each trains
 `model.fit` epochs of N batches of random ids: one epoch to trace and
 compile, then `--repeats` epochs each, alternately (so load on the machine
@@ -59,7 +59,7 @@ def compare(cell, units, length, batch, repeats, max_seconds, max_step):
     """Per-step `(wall, cpu)` of the graph and of XLA, and N, or None (skipped)."""
     import numpy as np
 
-    from training.compile_mode import AUTO_STEPS
+    from training.core.compile_mode import AUTO_STEPS
 
     rng = np.random.default_rng(0)
     x = rng.integers(1, VOCABULARY, (AUTO_STEPS * batch, length)).astype("int32")
@@ -108,7 +108,7 @@ def main():
     import keras
     import tensorflow as tf
 
-    from training import compile_mode
+    from training.core import compile_mode
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)

@@ -82,7 +82,7 @@ def pytest_collection_finish(session):
 def op_determinism_off():
     """TensorFlow's op determinism off again after each test.
 
-    A training run turns it on for graph steps (`training.compile_mode`)
+    A training run turns it on for graph steps (`training.core.compile_mode`)
     and leaves it on, and Keras then refuses XLA (a warning, and graph steps
     instead): a later test that compiles would test the graph. TensorFlow
     is left alone in a process that has not imported it (the other

@@ -3,6 +3,9 @@
 - Floors: every module of `zoo`, `training` and `tuning` stands on one floor
   of `FLOORS`, and imports only modules of its own floor or of the floors
   below it; no module imports a command (`COMMANDS`).
+- The folders show the floors: each package of `training` stands whole on
+  one floor, and `training/`'s top level holds only its commands,
+  `__init__.py` and packages.
 - The fit path (`FIT_PATH`) knows a task only by the protocol declared on
   its own floor (`TASK_PROTOCOL`): it imports that and no module of the
   tasks floor.
@@ -17,13 +20,14 @@
 - A command imports nothing that loads Keras before its arguments are read:
   what its module imports when it is run, and what those modules import
   in turn, reaches no module of `LOADS_KERAS` (`--help` answers at once;
-  tests/training/command_line_test.py runs each).
+  tests/training/cli/command_line_test.py runs each).
 """
 
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TRAINING = ROOT / "training"
 PACKAGES = ("zoo", "training", "tuning")
 MAX_LINES = 500
 COMMAND_MAX_LINES = 120
@@ -53,55 +57,24 @@ FLOORS = (
         "core",
         "what a task and a fit are made of: the recipe loader and training "
         "options, metrics, callbacks, compiled scoring, the compile-and-fit path",
-        (
-            "training",
-            "training.backends",
-            "training.plots",
-            "training.compiled",
-            "training.recipe_files",
-            "training.config.*",
-            "training.file_schema",
-            "training.metrics",
-            "training.scoring",
-            "training.task_protocol",
-            "training.compile_mode",
-            "training.callbacks",
-            "training.sampled_softmax",
-            "training.fitting",
-        ),
+        ("training", "training.core.*"),
     ),
     (
         "tasks",
         "one class per task kind: its recipe section, data, model, evaluation; "
         "the recipes of those kinds",
-        ("training.tasks.*", "training.recipes"),
+        ("training.tasks.*",),
     ),
     (
         "runs",
         "a run directory: training into one, loading, evaluating, sampling "
         "from and exporting it",
-        (
-            "training.run_dirs",
-            "training.runs",
-            "training.evaluation",
-            "training.generation",
-            "training.saved_model",
-        ),
+        ("training.runs.*",),
     ),
     (
-        "tables",
-        "reproduction tables: schema, runs, records, summaries, presets",
-        (
-            "training.history",
-            "training.table_schema",
-            "training.table_summary",
-            "training.table_baselines",
-            "training.records",
-            "training.table_runs",
-            "training.table_sweep",
-            "training.backfill",
-            "training.preset_builder",
-        ),
+        "reproduction",
+        "the papers' tables over seeds: schema, runs, records, summaries; presets",
+        ("training.reproduction.*",),
     ),
     ("analysis", "the papers' analyses of trained models", ("training.analysis.*",)),
     (
@@ -119,7 +92,7 @@ FLOORS = (
     (
         "commands",
         "the CLIs and what they share",
-        (*COMMANDS, "training.command_line"),
+        (*COMMANDS, "training.cli.*"),
     ),
 )
 # Packages whose import takes seconds: a command imports them, and the
@@ -127,8 +100,8 @@ FLOORS = (
 LOADS_KERAS = ("keras", "tensorflow", "tensorflow_text", "keras_tuner", "jax")
 
 # The compile-and-fit path, and the protocol of what it needs from a task.
-FIT_PATH = ("training.fitting", "training.compile_mode")
-TASK_PROTOCOL = "training.task_protocol"
+FIT_PATH = ("training.core.fitting", "training.core.compile_mode")
+TASK_PROTOCOL = "training.core.task_protocol"
 
 
 def modules():
@@ -217,9 +190,39 @@ def test_modules_import_only_their_own_floor_or_below_and_no_command():
     assert not wrong, "\n".join(wrong)
 
 
+def test_each_package_of_training_stands_whole_on_one_floor():
+    whole = {member[:-2] for _, _, members in FLOORS for member in members}
+    packages = sorted(
+        f"training.{path.parent.name}" for path in TRAINING.glob("*/__init__.py")
+    )
+    split = [package for package in packages if package not in whole]
+    assert not split, f"not named whole (PACKAGE.*) on a floor of FLOORS: {split}"
+
+
+def test_the_top_level_of_training_holds_only_commands_and_packages():
+    commands = {name.split(".")[1] for name in COMMANDS if name.startswith("training.")}
+    loose = sorted(
+        path.name
+        for path in TRAINING.glob("*.py")
+        if path.stem not in commands | {"__init__"}
+    )
+    assert not loose, (
+        f"modules at training/'s top level that are not commands: {loose}; "
+        "expected each in the package of its floor (training/FLOOR/)"
+    )
+    # A folder of modules is a package; recipes/ and tables/ hold TOML files.
+    folders = sorted(
+        path.name
+        for path in TRAINING.iterdir()
+        if path.is_dir() and any(path.rglob("*.py"))
+        if not (path / "__init__.py").is_file()
+    )
+    assert not folders, f"folders of modules without an __init__.py: {folders}"
+
+
 def test_the_fit_path_knows_a_task_only_by_its_protocol():
     tasks = next(i for i, (name, _, _) in enumerate(FLOORS) if name == "tasks")
-    assert floor_of(TASK_PROTOCOL) == floor_of("training.fitting") < tasks
+    assert floor_of(TASK_PROTOCOL) == floor_of("training.core.fitting") < tasks
     wrong = []
     for module in FIT_PATH:
         imported = {name for _, name, _ in imports(module)}

@@ -1,6 +1,6 @@
 """A recipe is read by attribute, never by string key, outside its loader.
 
-A resolved recipe is a `training.config.recipe_loader.Recipe` of typed
+A resolved recipe is a `training.core.config.recipe_loader.Recipe` of typed
 sections: code reads `recipe.train.learning_rate`, and a section's options
 are declared once, in its dataclass (docs/layout.md, "Adding a recipe
 option"). Read from the source with `ast` (nothing is imported): in every
@@ -17,7 +17,7 @@ import ast
 from tests.layering_test import MODULES, ROOT
 
 # The modules that turn tables (TOML, JSON) into recipes and back.
-LOADER = ("training.config.recipe_loader", "training.recipes")
+LOADER = ("training.core.config.recipe_loader", "training.tasks.recipes")
 # Names a recipe or a section of one goes by.
 RECIPE_NAMES = ("recipe", "train", "task", "model")
 SECTIONS = ("task", "model", "train")

@@ -5,8 +5,8 @@ Run them with `python -m pytest -m slow`.
 
 import pytest
 
-from training import recipes
-from training.runs import train_run
+from training.runs.runs import train_run
+from training.tasks import recipes
 
 
 @pytest.mark.slow

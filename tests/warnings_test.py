@@ -11,7 +11,13 @@ import warnings
 
 import pytest
 
-OURS = ("zoo", "zoo.cells.zoo_cell", "training.runs", "tuning.search", "tests.zoo.x")
+OURS = (
+    "zoo",
+    "zoo.cells.zoo_cell",
+    "training.runs.runs",
+    "tuning.search",
+    "tests.zoo.x",
+)
 # The upstream deprecations the filters drop: (module raising it, message).
 UPSTREAM = [
     (
@@ -63,7 +69,7 @@ def test_a_named_deprecation_raised_elsewhere_is_not_dropped(module, message):
         warn_from("keras.src.ops.core", DeprecationWarning, message)
     assert [str(w.message) for w in caught] == [message]
     with pytest.raises(DeprecationWarning):  # from this project: an error
-        warn_from("training.runs", DeprecationWarning, message)
+        warn_from("training.runs.runs", DeprecationWarning, message)
 
 
 @pytest.mark.parametrize(

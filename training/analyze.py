@@ -27,7 +27,8 @@ WHAT is one of:
 import sys
 from pathlib import Path
 
-from training import analysis, command_line
+from training import analysis
+from training.cli import command_line
 
 EXAMPLES = (
     (

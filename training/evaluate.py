@@ -9,7 +9,7 @@ test_mixed, long_120, long_160, hard, hard_long).
 
 Prints the task's metrics (WCPA and the LDPA table for Dyck, perplexity and
 bits per token for language models) and writes them to
-`RUN_DIR/evaluation-SPLIT.json` (`training.evaluation.evaluate_run`).
+`RUN_DIR/evaluation-SPLIT.json` (`training.runs.evaluation.evaluate_run`).
 RUN_DIR may be a preset, `preset:NAME` (`zoo.presets.available()`) or
 `preset:PATH`, which is only read: its numbers are printed, not written.
 
@@ -25,7 +25,7 @@ saved model never changes.
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 
 EXAMPLES = (
     (
@@ -73,8 +73,8 @@ def main(argv=None):
         parser.exit(2, f"{parser.prog}: error: --rms-segments needs --rms.\n")
     try:
         command_line.start_tensorflow()
-        from training import evaluation
         from training.analysis import dynamic
+        from training.runs import evaluation
 
         if args.dynamic:
             _, result = dynamic.evaluate_dynamic(args.run_dir, args.split, **settings)

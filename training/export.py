@@ -4,14 +4,14 @@
 
 RUN_DIR may be a preset: `preset:NAME` (`zoo.presets.available()`) or
 `preset:PATH`. The library function behind it is
-`training.saved_model.export_run`, whose module describes the SavedModel's
+`training.runs.saved_model.export_run`, whose module describes the SavedModel's
 endpoints (`serve`, `serve_text`) and how a process on another Keras
 backend writes it.
 """
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 
 EXAMPLES = (
     (
@@ -32,7 +32,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         command_line.start_tensorflow()
-        from training import saved_model
+        from training.runs import saved_model
 
         path = saved_model.export_run(args.run_dir, args.out_dir)
     except KeyboardInterrupt:

@@ -11,13 +11,13 @@ stepped rather than the prefix re-run. The text is printed as it is
 sampled, read back from the tokens (`zoo.tokenizer.Tokenizer.pieces`: PTB's
 `_` a space, `<eos>` a newline). A prompt with a token the vocabulary lacks
 is refused in one line naming it, unless `--on-unknown unk` reads it as
-`<unk>`. The library function behind it is `training.generation.sample`,
+`<unk>`. The library function behind it is `training.runs.generation.sample`,
 which also bounds `--length` (`MAX_LENGTH` tokens).
 """
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 
 EXAMPLES = (
     (
@@ -49,7 +49,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         command_line.start_tensorflow()
-        from training import generation
+        from training.runs import generation
 
         pieces = generation.sample(
             args.run_dir,

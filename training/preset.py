@@ -21,7 +21,8 @@ same distribution for Dyck and recognition tasks (the data seed
 
 import sys
 
-from training import command_line, preset_builder
+from training.cli import command_line
+from training.reproduction import preset_builder
 
 EXAMPLES = (
     (

@@ -7,15 +7,16 @@
     python -m training.reproduce --backfill [--results DIR]
 
 Every row x seed is a `python -m training.train` run, recorded in RESULTS; the
-same command resumes a killed sweep. Behind it: `training.table_sweep` (how
-runs are shared, recorded, set aside and kept apart by backend),
-`training.records.regenerate_document` (--report) and `training.backfill`.
+same command resumes a killed sweep. Behind it, in `training.reproduction`:
+`table_sweep` (how runs are shared, recorded, set aside and kept apart by
+backend), `records.report_document` (--report) and `backfill`.
 """
 
 import sys
 import time
 
-from training import backends, command_line, recipe_files
+from training.cli import command_line
+from training.core import backends, recipe_files
 
 EXAMPLES = (
     (
@@ -84,7 +85,9 @@ def main(argv=None):
     except ValueError as error:
         parser.exit(2, f"{prog}: error: {error}\n")
     command_line.start_tensorflow()
-    from training import backfill, recipes, records, runs, table_schema, table_sweep
+    from training.reproduction import backfill, records, table_schema, table_sweep
+    from training.runs import runs
+    from training.tasks import recipes
 
     results_dir = args.results or records.default_results("tensorflow")
     try:
@@ -93,10 +96,7 @@ def main(argv=None):
             print(f"{results_dir}: {len(changed)} records backfilled")
             return 0
         if args.report is not None:
-            names, changed = records.regenerate_document(args.report, results_dir)
-            state, tables = "changed" if changed else "unchanged", ", ".join(names)
-            where = f"{len(names)} table sections from {results_dir} ({state})"
-            print(f"{args.report}: {where}: {tables or 'none'}")
+            print(records.report_document(args.report, results_dir))
             return 0
         options = ("out", "seeds", "only", "shard", "jobs", "threads", "backend")
         sweep = table_sweep.prepare(

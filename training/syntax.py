@@ -21,7 +21,7 @@ the suite's order, for a quick look (the full Marvin & Linzen suite is
 
 import sys
 
-from training import command_line
+from training.cli import command_line
 from training.data.minimal_pairs import MARVIN_LINZEN_SUITE
 
 EXAMPLES = (

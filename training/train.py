@@ -7,17 +7,18 @@ With no arguments it runs the default recipe at small scale: the Dyck-RNN on
 generated 4-bounded Dyck-2, printing the WCPA/LDPA table and exporting a
 SavedModel. Running the same command again resumes an interrupted run from
 its last finished epoch. The library function behind it is
-`training.runs.train_run`.
+`training.runs.runs.train_run`.
 """
 
 import sys
 from pathlib import Path
 
-from training import command_line, recipe_files
+from training.cli import command_line
+from training.core import recipe_files
 
 DEFAULT_RECIPE = "dyck2_dyck_rnn"
 # How overrides are written; each example line is one that works with the
-# default recipe (tests/training/command_line_test.py resolves them).
+# default recipe (tests/training/cli/command_line_test.py resolves them).
 OVERRIDES = """overrides:
   section.key=value sets one key of the recipe's task, model or train table
   (model.options.NAME=value a cell option). The value is read as JSON, else
@@ -93,7 +94,9 @@ def _train_and_export(args, run_dir):
     # An unknown recipe is refused before Keras is imported (seconds).
     recipe_files.find(args.recipe, recipe_files.RECIPE_DIR, "recipe", ValueError)
     command_line.start_tensorflow()
-    from training import evaluation, fitting, recipes, runs, saved_model
+    from training.core import fitting
+    from training.runs import evaluation, runs, saved_model
+    from training.tasks import recipes
 
     recipe = recipes.resolve(args.recipe, args.scale, args.overrides)
     verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch

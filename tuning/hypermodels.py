@@ -45,9 +45,9 @@ import keras_tuner
 import numpy as np
 
 import zoo
-from training import fitting
-from training.config.model_arguments import ModelArguments
-from training.config.option_fields import range_of
+from training.core import fitting
+from training.core.config.model_arguments import ModelArguments
+from training.core.config.option_fields import range_of
 from training.tasks import make_task
 from tuning.search_space import (
     CELL_OPTION_CHOICES,
@@ -77,7 +77,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     that takes them.
 
     Args:
-        recipe: A resolved recipe (`training.recipes.resolve`).
+        recipe: A resolved recipe (`training.tasks.recipes.resolve`).
         cells: Registry names of the cells to search. Default: the recipe's.
         units: Hidden size(s); ignored with `param_budget`.
             Default: `(32, 64, 128, 256)`.
@@ -114,7 +114,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
 
     Example:
 
-    >>> recipe = training.recipes.resolve("dyck2_mlstm")
+    >>> recipe = training.tasks.recipes.resolve("dyck2_mlstm")
     >>> hypermodel = RecurrentHyperModel(recipe, cells=["mlstm", "mmlstm"])
     >>> tuner = keras_tuner.RandomSearch(hypermodel, objective="val_loss",
     ...                                  max_trials=10)
@@ -427,7 +427,7 @@ class RecurrentHyperModel(keras_tuner.HyperModel):
     def fit(self, hp, model, *args, **kwargs):
         """Trains `model` as `training.train` trains the trial's recipe.
 
-        Compiles and fits with `training.fitting.fit`: the data, epochs and
+        Compiles and fits with `training.core.fitting.fit`: the data, epochs and
         callbacks come from the recipe, with the task's `search_callbacks`
         (which log the objective) first; the tuner's keyword arguments
         (`callbacks`, `epochs`, `initial_epoch` from Hyperband, `verbose`,

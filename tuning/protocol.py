@@ -16,7 +16,7 @@ import functools
 import shlex
 import sys
 
-from training import command_line
+from training.cli import command_line
 from tuning import protocol_runs
 
 EXAMPLES = (

@@ -13,7 +13,8 @@ The library behind it: `tuning.tuners` (resuming, distributed searches) and
 
 import sys
 
-from training import command_line, recipe_files
+from training.cli import command_line
+from training.core import recipe_files
 from tuning import tuners
 
 EXAMPLES = (
@@ -101,9 +102,8 @@ def main(argv=None):
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     command = " ".join(["python -m tuning.search", *(argv or sys.argv[1:])])
-    verbose = args.verbose
-    if verbose is None:
-        verbose = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
+    default = 1 if sys.stdout.isatty() else 2  # a bar, or one line per epoch
+    verbose = default if args.verbose is None else args.verbose
     try:
         lines, status = search.run(verbose, command)
     except KeyboardInterrupt:

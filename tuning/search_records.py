@@ -20,7 +20,7 @@ the trials the search would have drawn; a record made with other settings
 is refused (`check_record`).
 
 Nothing here imports Keras when the module is imported: the command reads
-its arguments first (`training.command_line`).
+its arguments first (`training.cli.command_line`).
 """
 
 import json
@@ -153,7 +153,7 @@ def search_settings(
 def _read_settings(marker):
     """The settings a search wrote to `marker`; a one-line `ValueError` if
     they are not valid JSON."""
-    from training import file_schema
+    from training.core import file_schema
 
     try:
         saved = json.loads(marker.read_text())
@@ -175,7 +175,7 @@ def _differing(saved, settings):
 def _same_recipe(saved, recipe):
     """Whether a saved search's recipe is `recipe` (`Recipe.to_dict()`): one
     from before typed recipes holds every key of every kind."""
-    from training import recipes
+    from training.tasks import recipes
 
     try:
         return recipes.from_saved(saved).to_dict() == recipe
@@ -256,7 +256,7 @@ def tuner_state_files(folder):
 
 
 def _copy_files(source, target, relatives):
-    from training.callbacks import write_atomically
+    from training.core.callbacks import write_atomically
 
     for relative in relatives:
         (target / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -273,7 +273,7 @@ def record(project_dir, folder):
     recipe yet, a trial of a search since overwritten) is removed from
     `folder`. The trials are written before the oracle that lists them.
     """
-    from training.callbacks import write_atomically
+    from training.core.callbacks import write_atomically
 
     if folder is None:
         return

@@ -5,7 +5,7 @@ one value or a list of choices; these are the checks it runs on them, the
 cell options a search tries by default (`CELL_OPTION_CHOICES`), the recipe
 keys it may not search (`DATA_KEYS`, `OWN_ARGUMENTS`), and the text that
 lists choices on a command line (`comma_values`: `32,64`; `parse_options`:
-`NAME=V1,V2`), read as `training.recipes` reads a `section.key=value`
+`NAME=V1,V2`), read as `training.tasks.recipes` reads a `section.key=value`
 override.
 """
 
@@ -14,9 +14,9 @@ import inspect
 import json
 
 import zoo
-from training import recipes
-from training.config.model_arguments import RecognizerArguments
-from training.config.option_fields import range_of
+from training.core.config.model_arguments import RecognizerArguments
+from training.core.config.option_fields import range_of
+from training.tasks import recipes
 from zoo.checks import check_number, check_positive_int
 
 # The architecture knobs that exist only for some cells: a cell constructor

@@ -21,7 +21,7 @@ oracle and writes the summary, best recipe and record (at the end only),
 each worker runs trials.
 
 Nothing here imports Keras when the module is imported: the command reads
-its arguments first (`training.command_line`).
+its arguments first (`training.cli.command_line`).
 """
 
 import dataclasses
@@ -30,7 +30,7 @@ import json
 import os
 from pathlib import Path
 
-from training.recipe_files import write_recipe
+from training.core.recipe_files import write_recipe
 from tuning import search_records as records
 
 
@@ -170,7 +170,8 @@ def prepare(
     searched cell takes. A wrong option, project or record is a one-line
     `ValueError`.
     """
-    from training import plots, recipes
+    from training.core import plots
+    from training.tasks import recipes
     from tuning import search_space
     from tuning.hypermodels import RecurrentHyperModel
 

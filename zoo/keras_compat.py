@@ -20,7 +20,7 @@ here for what is private:
   (`replace_rnn_loop`, `keras_rnn_loop`, `backend_rnn`);
 - `zoo.models.carry_state_on_jax`: a stateful layer's recurrent state through
   JAX's compiled steps (`carry_variable`);
-- `training.callbacks.RunBackup`: a backup that resumes `fit`
+- `training.core.callbacks.RunBackup`: a backup that resumes `fit`
   (`set_initial_epoch`).
 """
 
@@ -176,7 +176,7 @@ class MultiWorkerModel(keras.Model):
 
     Keras 3.15's trainer fails there in two places (keras-team/keras#20585);
     each override below works around one and can go when Keras fixes it.
-    `training.fitting.fit` wraps the task's model in it
+    `training.core.fitting.fit` wraps the task's model in it
     (`MultiWorkerModel(model.inputs, model.outputs)`, sharing the layers and
     so the weights).
     """

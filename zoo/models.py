@@ -36,7 +36,7 @@ from zoo.walk import walk_layers
 
 # On a CPU, XLA pays up to these units, at every measured length
 # (benchmarks/README.md, `python benchmarks/xla.py`); `CPU_XLA_LIMIT` bounds
-# the steps that `training.compile_mode.choose_steps` groups.
+# the steps that `training.core.compile_mode.choose_steps` groups.
 CPU_XLA_MAX_UNITS = 512
 CPU_XLA_LIMIT = 32 * 16_384
 

@@ -9,7 +9,7 @@ per-epoch length limits (`training.data.batching.curriculum_limits`), and
 the share of string presentations and of symbols that EPOCHS epochs of
 incremental training read, against EPOCHS epochs of every string
 (sequential). Then each epoch's batches
-(`Task.epoch_steps`, what `training.fitting.fit_epoch_lengths` trains), and
+(`Task.epoch_steps`, what `training.core.fitting.fit_epoch_lengths` trains), and
 for the runs from before it (one `model.fit` call, whose later epochs Keras
 stopped at the first epoch's count plus one; batches then kept a last
 partial batch) the batches an epoch held and the batches it trained.
@@ -18,9 +18,8 @@ partial batch) the batches an epoch held and the batches it trained.
 import math
 import sys
 
-from training import recipes
 from training.data.batching import curriculum_limits
-from training.tasks import make_task
+from training.tasks import make_task, recipes
 
 epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0

@@ -31,8 +31,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from training import runs
 from training.data import dyck_oracle, dyck_strings
+from training.runs import runs
 
 
 def parts(run, split):

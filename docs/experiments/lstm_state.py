@@ -19,7 +19,8 @@ import keras
 import numpy as np
 
 import zoo
-from training import recipes, tasks
+from training import tasks
+from training.tasks import recipes
 
 cell, steps, batch, learning_rate = sys.argv[1:5]
 steps, batch, learning_rate = int(steps), int(batch), float(learning_rate)

@@ -10,7 +10,7 @@ correctly only if all the predictions are correct"):
 
 - `strict`: our headline, every step of every string: the accept output
   right for the prefix's membership and, on positives, a legal arg-max next
-  symbol (`training.metrics.strict_recognition_accuracy`);
+  symbol (`training.core.metrics.strict_recognition_accuracy`);
 - `strict_pos`: the same on positive strings only;
 - `next_pos`: the next-symbol half alone on positive strings (a legal arg-max
   next symbol at every step; Suzgun et al.'s criterion, which Mali et al.
@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from training import metrics, runs
+from training.core import metrics
+from training.runs import runs
 
 
 def readings(run, split):

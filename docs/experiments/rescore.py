@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from training import runs
+from training.runs import runs
 
 
 def missing_keys(old, new, path=""):

@@ -30,11 +30,10 @@ import numpy as np
 import tensorflow as tf
 
 import zoo
-from training import recipes
 from training.analysis import stack_actions
 from training.data import languages
 from training.data.dyck_strings import FIRST_BRACKET_ID
-from training.tasks import make_task
+from training.tasks import make_task, recipes
 
 RECIPES = {
     "D2": "recognition_d2_diffstk_rnn",

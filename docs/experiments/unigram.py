@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from training import runs
+from training.runs import runs
 
 _, _, task, _ = runs.load_run(sys.argv[1])
 train, test = (np.asarray(task.encoded[s].ids) for s in ("train", "test"))

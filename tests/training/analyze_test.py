@@ -4,9 +4,10 @@ from pathlib import Path
 import keras
 import pytest
 
-from training import analyze, recipes, runs, syntax
+from training import analyze, syntax
 from training.analysis import pabs, run_inputs
-from training.tasks import make_task
+from training.runs import runs
+from training.tasks import make_task, recipes
 
 TEXT = "the cat sat on the mat\nthe dog sat on the log\nno dogs sat\n" * 20
 

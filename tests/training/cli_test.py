@@ -10,8 +10,10 @@ import shutil
 import pytest
 
 from tests.training.tiny import TINY
-from training import evaluate, export, fitting, generate, reproduce, runs, train
-from training.callbacks import RunBackup
+from training import evaluate, export, generate, reproduce, train
+from training.core import fitting
+from training.core.callbacks import RunBackup
+from training.runs import runs
 from tuning import search
 
 CLIS = {

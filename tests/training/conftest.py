@@ -2,7 +2,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe, train_text_run
-from training import plots, runs
+from training.core import plots
 from training.data import (
     blimp_sentences,
     corpora,
@@ -11,6 +11,7 @@ from training.data import (
     one_edit,
     recognition_sets,
 )
+from training.runs import runs
 
 
 @pytest.fixture

@@ -16,8 +16,9 @@ import pytest
 
 from tests.training import replicas as replica_jobs
 from tests.training.tiny import TEXT, tiny_recipe
-from training import recipes, runs
 from training import train as train_cli
+from training.runs import runs
+from training.tasks import recipes
 
 # Two replicas sum their gradients in another order than one device does.
 TOLERANCE = 1e-3

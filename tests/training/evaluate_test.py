@@ -1,10 +1,10 @@
 import pytest
 
 from tests.training.tiny import train_text_run
-from training import runs
 from training.analysis.dynamic import evaluate_dynamic
 from training.evaluate import main
-from training.evaluation import evaluate_run
+from training.runs import runs
+from training.runs.evaluation import evaluate_run
 
 
 def test_evaluation_repeats_the_runs_metrics_and_writes_them(dyck_run):

@@ -7,9 +7,9 @@ import pytest
 from keras import ops
 
 import zoo
-from training import runs
 from training.generate import main
-from training.generation import generate, sample_next
+from training.runs import runs
+from training.runs.generation import generate, sample_next
 
 
 def test_generation_is_deterministic_for_a_seed(language_model_run, no_data):

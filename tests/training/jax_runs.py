@@ -28,8 +28,10 @@ import numpy as np
 
 from tests.training.tiny import tiny_recipe, train_text_run
 from tests.zoo.backend_runs import stateful_checks
-from training import generation, recipes, runs, saved_model, scoring
 from training.analysis import dynamic, targeted_syntax
+from training.core import scoring
+from training.runs import generation, runs, saved_model
+from training.tasks import recipes
 
 DYCK_IDS = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")
 RECOGNITION_IDS = np.array([[1, 3, 4, 6, 5, 2], [1, 3, 5, 4, 6, 2]], "int32")

@@ -7,8 +7,9 @@ import tensorflow as tf
 
 import zoo
 from tests.training.tiny import tiny_recipe
-from training import fitting, recipes, runs, saved_model
-from training.tasks import make_task
+from training.core import fitting
+from training.runs import runs, saved_model
+from training.tasks import make_task, recipes
 
 MIXED = ("mixed_bfloat16", "mixed_float16")
 IDS = np.array([[1, 3, 4, 6, 5], [1, 4, 3, 5, 6]], "int32")

@@ -7,20 +7,12 @@ import pytest
 
 import zoo
 from tests.training.tiny import TINY
-from training import (
-    evaluate,
-    export,
-    file_schema,
-    generate,
-    generation,
-    preset,
-    preset_builder,
-    recipes,
-    runs,
-    saved_model,
-    table_schema,
-)
+from training import evaluate, export, generate, preset
 from training.analysis import ldpa
+from training.core import file_schema
+from training.reproduction import preset_builder, table_schema
+from training.runs import generation, runs, saved_model
+from training.tasks import recipes
 from zoo.tokenizer import Tokenizer
 
 

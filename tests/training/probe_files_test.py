@@ -16,19 +16,11 @@ import pytest
 
 from tests.training.reproduce_test import _metrics, _write_record
 from tests.training.tiny import TINY, TINY_TABLE, write_suites
-from training import (
-    analyze,
-    evaluate,
-    fitting,
-    generate,
-    generation,
-    preset,
-    reproduce,
-    runs,
-    table_schema,
-    train,
-)
+from training import analyze, evaluate, generate, preset, reproduce, train
+from training.core import fitting
 from training.data import files
+from training.reproduction import table_schema
+from training.runs import generation, runs
 from tuning import search
 
 MAINS = {

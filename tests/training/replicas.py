@@ -6,7 +6,7 @@ in a subprocess and read the one JSON line it prints last:
 
 - `cells`: every registered cell's tiny language model, one `model.fit` step
   under `MirroredStrategy`; prints `{cell: loss}`.
-- `train RECIPE_JSON RUN_DIR`: `training.runs.train_run`; prints the metrics
+- `train RECIPE_JSON RUN_DIR`: `training.runs.runs.train_run`; prints the metrics
   and the last epoch's training loss (the tests call `train` in their own
   process for the run on one device).
 
@@ -62,7 +62,8 @@ def every_cell():
 
 
 def train(recipe_json, run_dir):
-    from training import fitting, runs
+    from training.core import fitting
+    from training.runs import runs
 
     recipe = runs.read_recipe(Path(recipe_json))
     metrics = runs.train_run(recipe, run_dir)

@@ -13,16 +13,10 @@ import pytest
 import scipy.stats
 
 from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
-from training import (
-    compile_mode,
-    recipes,
-    records,
-    reproduce,
-    table_runs,
-    table_schema,
-    table_summary,
-    train,
-)
+from training import reproduce, train
+from training.core import compile_mode
+from training.reproduction import records, table_runs, table_schema, table_summary
+from training.tasks import recipes
 
 BAD_INPUTS = [
     (["no_such_table"], "Unknown table 'no_such_table'"),

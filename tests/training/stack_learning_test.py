@@ -6,10 +6,10 @@ import keras
 import numpy as np
 import pytest
 
-from training import fitting, recipes
 from training.analysis import stack_actions
+from training.core import fitting
 from training.data.dyck_strings import FIRST_BRACKET_ID
-from training.tasks import make_task
+from training.tasks import make_task, recipes
 
 # The shipped D2 recipe on a fifth of the small scale's data: 312 strings.
 SMALL_D2 = [

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.training.tiny import TINY
-from training import recipes, runs, syntax
+from training import syntax
 from training.data import files, minimal_pairs
+from training.runs import runs
+from training.tasks import recipes
 
 PTB_TEXT = (
     "susan revealed herself\n"

@@ -4,11 +4,12 @@ import json
 import tempfile
 from pathlib import Path
 
-from training import recipes, runs
+from training.runs import runs
+from training.tasks import recipes
 
 # A tiny run trains a few steps: XLA's compile (seconds) would cost more than
 # it saves, so tiny recipes run in the graph unless a test asks for XLA
-# (`extra=["train.jit_compile=auto"]`); tests/training/compile_mode_test.py
+# (`extra=["train.jit_compile=auto"]`); tests/training/core/compile_mode_test.py
 # and the kill-and-resume test train compiled.
 NO_XLA = "train.jit_compile=false"
 # The tiny recognizer with an LSTM for its stack cell, for tests of the fit
@@ -101,7 +102,7 @@ SUITES = {
 
 
 # Two recognition rows of two languages at a tiny split scale (the rule rows'
-# tests: `training.table_baselines`).
+# tests: `training.reproduction.table_baselines`).
 TINY_RECOGNITION = """
 title = "Tiny recognition"
 seeds = 1

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.training.tiny import TINY
-from training import runs
+from training.runs import runs
 from training.train import main
 
 

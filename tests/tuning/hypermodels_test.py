@@ -8,8 +8,7 @@ import zoo.cells.multi_matrix  # noqa: F401  registers mmrnn, mmlstm
 import zoo.cells.second_order  # noqa: F401  registers second_order_lstm
 import zoo.cells.stack_rnn  # noqa: F401  registers stack_rnn
 from tests.training.tiny import LSTM_RECOGNIZER, tiny_recipe
-from training import recipes
-from training.tasks import make_task
+from training.tasks import make_task, recipes
 from tuning.hypermodels import RecurrentHyperModel
 
 

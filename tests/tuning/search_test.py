@@ -5,8 +5,9 @@ import pytest
 
 import zoo.cells.multi_matrix  # noqa: F401  registers mmlstm
 from tests.training import tiny
-from training import recipes, runs
 from training import train as train_cli
+from training.runs import runs
+from training.tasks import recipes
 from tuning import hypermodels, search, search_records, search_space
 
 TINY = ["--recipe", "tiny_dyck_lstm", "--units", "4,8", "--verbose", "0"]

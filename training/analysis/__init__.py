@@ -1,8 +1,8 @@
 """Looking inside trained models: the papers' analyses as library functions.
 
 One module per analysis, each returning numbers and drawing its figure with
-`training.plots` (per-token losses with the state carried come from
-`training.scoring`); `python -m training.analyze` and `python -m training.syntax`
+`training.core.plots` (per-token losses with the state carried come from
+`training.core.scoring`); `python -m training.analyze` and `python -m training.syntax`
 run them on run directories.
 
 - `surprisal`: loss right after surprising inputs (Krause et al. 2016, 4.2).
@@ -46,7 +46,7 @@ def analyze(
     `curves'`, and `init` and `across` are `pabs`'s. `out` is checked first
     and made once the runs have passed their checks.
     """
-    from training import plots
+    from training.core import plots
 
     plots.check_out_dir(out)
     if what == "surprisal":

@@ -1,7 +1,7 @@
 """Per-epoch curves of runs (the second-order report's Figure 3).
 
 A run directory, or a run's record in `results/`, holds its per-epoch log
-(`log.csv`, read with `training.history.read_log`); these functions draw
+(`log.csv`, read with `training.reproduction.history.read_log`); these functions draw
 one of its columns against the epoch, one line per run, coloured by row
 (the run's folder's parent: `results/TABLE/ROW/seed-N`). Figure 3 is
 `val_wcpa` of the `so_dyck` rows' seeds, which the Dyck tasks log since
@@ -15,8 +15,9 @@ prints `report_lines`).
 
 from pathlib import Path
 
-from training import history, plots
 from training.analysis.run_inputs import run_names
+from training.core import plots
+from training.reproduction import history
 
 # Axis labels with units of the columns a run logs.
 LABELS = {

@@ -26,16 +26,16 @@ import math
 import keras
 import numpy as np
 
-from training import metrics as metrics_lib
-from training import runs
 from training.analysis.run_inputs import check_kind, stream_ids
-from training.compiled import loss_and_gradients
-from training.scoring import (
+from training.core import metrics as metrics_lib
+from training.core.compiled import loss_and_gradients
+from training.core.scoring import (
     check_stream,
     segment_losses,
     segments,
     stateful_copy,
 )
+from training.runs import runs
 from zoo.checks import check_number, check_positive_int
 
 # The settings of `evaluate_dynamic` (the options of `python -m

@@ -2,7 +2,7 @@
 
 LDPA at distance `d` is the accuracy of the closing bracket's type over the
 positions whose bracket closes one opened `d` tokens before
-(`training.metrics.closing_bracket_accuracy`); the Dyck tasks' `evaluate`
+(`training.core.metrics.closing_bracket_accuracy`); the Dyck tasks' `evaluate`
 returns it as `"ldpa"` and `"ldpa_counts"`, keyed by distance.
 
 `analyze_ldpa` evaluates run directories and writes `ldpa.png` and
@@ -10,8 +10,9 @@ returns it as `"ldpa"` and `"ldpa_counts"`, keyed by distance.
 `report_lines`).
 """
 
-from training import plots, runs
 from training.analysis.run_inputs import check_kind, check_split, run_label, run_names
+from training.core import plots
+from training.runs import runs
 
 
 def curve(metrics):

@@ -19,7 +19,7 @@ Which subspace:
 
 Within one model (`pairwise_angles`) the angles say how far apart its
 matrices are; the baselines that make that a comparison are the same
-pairs at initialization (`training.runs.initial_model`) and the angles
+pairs at initialization (`training.runs.runs.initial_model`) and the angles
 between corresponding matrices of two models of one architecture
 (`cross_angles`), such as two LSTMs trained from different seeds.
 
@@ -34,8 +34,9 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from training import plots, runs
 from training.analysis.run_inputs import run_label, run_names
+from training.core import plots
+from training.runs import runs
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
 from zoo.walk import walk_layers

@@ -20,7 +20,6 @@ import numpy as np
 from keras import ops
 from matplotlib.patches import Patch, Rectangle
 
-from training import plots, runs
 from training.analysis.pabs import GATES
 from training.analysis.run_inputs import (
     encode_texts,
@@ -29,6 +28,8 @@ from training.analysis.run_inputs import (
     sample_ids,
     token_names,
 )
+from training.core import plots
+from training.runs import runs
 from zoo.cells.multi_matrix import MultiMatrixLSTMCell, MultiMatrixRNNCell
 from zoo.cells.second_order import SecondOrderLSTMCell
 from zoo.checks import check_positive_int

@@ -1,6 +1,6 @@
 """What the analysis CLIs read from a loaded run's task and vocabulary.
 
-The run itself is loaded with `training.runs.load_run`; these helpers check
+The run itself is loaded with `training.runs.runs.load_run`; these helpers check
 its kind and split, and read a split's or a text's token ids.
 """
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training import plots
+from training.core import plots
 
 
 def check_kind(recipe, kinds, what, run_dir):

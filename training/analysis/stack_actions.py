@@ -22,7 +22,6 @@ from keras import ops
 from matplotlib import colors
 
 import zoo
-from training import plots, runs
 from training.analysis.run_inputs import (
     check_kind,
     check_split,
@@ -31,7 +30,9 @@ from training.analysis.run_inputs import (
     run_names,
     token_names,
 )
+from training.core import plots
 from training.data.dyck_strings import END_ID, FIRST_BRACKET_ID, START_ID
+from training.runs import runs
 from zoo.cells.stack_cell import StackCell
 from zoo.checks import check_positive_int
 from zoo.layers.differentiable_stack import NO_OP, POP, PUSH

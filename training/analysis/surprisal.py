@@ -19,9 +19,10 @@ import math
 
 import numpy as np
 
-from training import plots, runs, scoring
 from training.analysis.run_inputs import check_kind, run_label, run_names, stream_ids
-from training.scoring import LN2
+from training.core import plots, scoring
+from training.core.scoring import LN2
+from training.runs import runs
 from zoo.checks import check_number, check_positive_int
 
 KRAUSE_NOTE = (

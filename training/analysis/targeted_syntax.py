@@ -38,11 +38,12 @@ from pathlib import Path
 import numpy as np
 from keras import ops
 
-from training import plots, runs
 from training.analysis.run_inputs import check_kind
-from training.compiled import compiled
+from training.core import plots
+from training.core.compiled import compiled
 from training.data.minimal_pairs import MARVIN_LINZEN_SUITE, load_suite
 from training.data.tokenize import tokenize
+from training.runs import runs
 from zoo.text_conventions import AS_WRITTEN, write
 
 _SEPARATOR = "\x00"  # ends each sentence in the one tokenization call

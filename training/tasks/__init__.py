@@ -3,7 +3,7 @@
 `make_task(recipe, vocabulary=None)` returns the task of `recipe.task.kind`.
 `TASKS` is the registry of the kinds: each task class names its `task`
 section's class (`options`, a frozen dataclass with its `kind`, its
-builder's `model_arguments` and its own checks), and `training.recipes`
+builder's `model_arguments` and its own checks), and `training.tasks.recipes`
 reads recipes of exactly these kinds:
 
 - `DyckTask` (`"dyck"`): next-token prediction on m-bounded Dyck-k (START
@@ -49,12 +49,12 @@ names none), `tokenizer()` (`zoo.tokenizer.Tokenizer`), `monitor`,
 needs), `validation_data()`, `evaluate(model, split)`,
 `report(metrics, split)`, `search_callbacks()` and `with_recipe(recipe)`.
 
-What `training.fitting.fit` and `training.compile_mode` use of a task is a
-declared type on their floor, `training.task_protocol.TrainableTask`:
+What `training.core.fitting.fit` and `training.core.compile_mode` use of a task is a
+declared type on their floor, `training.core.task_protocol.TrainableTask`:
 `recipe`, `monitor`, `training_model(model)`, `compile_arguments()`,
 `train_data()`, `train_shape()`, `epoch_steps()`, `validation_data()` and
 `validation_callbacks()`. Every kind here satisfies it by its shape
-(`tests/training/task_protocol_test.py`); the fit path imports no task.
+(`tests/training/core/task_protocol_test.py`); the fit path imports no task.
 """
 
 from training.tasks.acceptability import AcceptabilityTask
@@ -81,7 +81,7 @@ def make_task(recipe, vocabulary=None):
     """Returns the task of a resolved recipe; reads no data.
 
     Args:
-        recipe: A recipe from `training.recipes.resolve` (its kind is checked
+        recipe: A recipe from `training.tasks.recipes.resolve` (its kind is checked
             there).
         vocabulary: The vocabulary to use (a run's `vocabulary.json`);
             default: the task's own, which for a language model means reading

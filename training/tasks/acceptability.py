@@ -7,10 +7,10 @@ from typing import ClassVar
 import numpy as np
 
 import zoo
-from training import metrics as metrics_lib
-from training.config.model_arguments import ClassifierArguments
-from training.config.option_fields import option
-from training.config.task_options import TaskOptions
+from training.core import metrics as metrics_lib
+from training.core.config.model_arguments import ClassifierArguments
+from training.core.config.option_fields import option
+from training.core.config.task_options import TaskOptions
 from training.data import blimp_sentences
 from training.tasks.task import Task, check_stateless
 

@@ -6,7 +6,7 @@ from typing import ClassVar
 import keras
 
 import zoo
-from training.config.model_arguments import DyckRNNArguments
+from training.core.config.model_arguments import DyckRNNArguments
 from training.data import dyck_strings
 from training.tasks.dyck import DyckOptions, DyckTask, bracket_metrics
 from training.tasks.task import check_stateless

@@ -6,13 +6,13 @@ from typing import ClassVar
 
 import keras
 
-from training import backends
-from training import metrics as metrics_lib
-from training.callbacks import EpochMetrics
-from training.compiled import compiled
-from training.config.model_arguments import LanguageModelArguments
-from training.config.option_fields import RecipeError, option
-from training.config.task_options import TaskOptions
+from training.core import backends
+from training.core import metrics as metrics_lib
+from training.core.callbacks import EpochMetrics
+from training.core.compiled import compiled
+from training.core.config.model_arguments import LanguageModelArguments
+from training.core.config.option_fields import RecipeError, option
+from training.core.config.task_options import TaskOptions
 from training.data import dyck_oracle, dyck_strings
 from training.data.tokenize import Vocabulary
 from training.tasks.task import Task

@@ -7,8 +7,8 @@ from typing import ClassVar
 import numpy as np
 
 import zoo
-from training import metrics as metrics_lib
-from training.config.model_arguments import TaggerArguments
+from training.core import metrics as metrics_lib
+from training.core.config.model_arguments import TaggerArguments
 from training.data import dyck_strings
 from training.tasks.dyck import DyckOptions, DyckTask
 from training.tasks.task import check_stateless

@@ -6,12 +6,12 @@ from typing import ClassVar
 
 import tensorflow as tf
 
-from training import compile_mode, sampled_softmax, scoring
-from training import metrics as metrics_lib
-from training.callbacks import ResetStatesEachEpoch
-from training.config.model_arguments import LanguageModelArguments
-from training.config.option_fields import RecipeError, option
-from training.config.task_options import TaskOptions
+from training.core import compile_mode, sampled_softmax, scoring
+from training.core import metrics as metrics_lib
+from training.core.callbacks import ResetStatesEachEpoch
+from training.core.config.model_arguments import LanguageModelArguments
+from training.core.config.option_fields import RecipeError, option
+from training.core.config.task_options import TaskOptions
 from training.data import batching, conventions, corpora, tokenize
 from training.tasks.task import Task
 
@@ -136,7 +136,7 @@ class LanguageModelTask(Task):
     def training_model(self, model):
         """`model`, or with `train.sampled_softmax=N` (> 0) `model` trained with a
         sampled softmax over N log-uniform classes a step
-        (`training.sampled_softmax.SampledSoftmaxModel`); evaluation and the
+        (`training.core.sampled_softmax.SampledSoftmaxModel`); evaluation and the
         saved model keep the full softmax."""
         train = self.recipe.train
         if not train.sampled_softmax:

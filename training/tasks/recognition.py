@@ -7,12 +7,12 @@ from typing import ClassVar
 import numpy as np
 
 import zoo
-from training import metrics as metrics_lib
-from training.callbacks import EpochMetrics
-from training.compiled import compiled
-from training.config.model_arguments import RecognizerArguments
-from training.config.option_fields import RecipeError, option
-from training.config.task_options import TaskOptions
+from training.core import metrics as metrics_lib
+from training.core.callbacks import EpochMetrics
+from training.core.compiled import compiled
+from training.core.config.model_arguments import RecognizerArguments
+from training.core.config.option_fields import RecipeError, option
+from training.core.config.task_options import TaskOptions
 from training.data import dyck_strings, languages, one_edit, recognition_sets
 from training.data.batching import curriculum_limits, epoch_batches
 from training.data.tokenize import Vocabulary

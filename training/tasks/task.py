@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 import zoo
-from training import compile_mode
+from training.core import compile_mode
 from training.data import batching
 
 PREDICT_BATCH = 256
@@ -27,7 +27,7 @@ class Task:
     """What every task shares: the recipe, the vocabulary, the language model.
 
     `options` is the class of the kind's `task` section (a frozen dataclass
-    of `training.config.task_options.TaskOptions`); `training.tasks.TASKS`
+    of `training.core.config.task_options.TaskOptions`); `training.tasks.TASKS`
     registers each kind by its `options.kind`.
     """
 
@@ -104,7 +104,7 @@ class Task:
         )
 
     def training_model(self, model):
-        """The model `training.fitting.fit` compiles and trains: `model` itself.
+        """The model `training.core.fitting.fit` compiles and trains: `model` itself.
 
         A task whose training differs from its evaluation returns a model
         that shares `model`'s layers and weights (`LanguageModelTask`'s
@@ -117,7 +117,7 @@ class Task:
 
         Made on the first call (`make_train_data`) and the same objects at
         every later one, so one run builds its training data once:
-        `training.fitting.fit`, `training.compile_mode` and `train_shape`
+        `training.core.fitting.fit`, `training.core.compile_mode` and `train_shape`
         share them. The callbacks keep nothing from one training to the
         next (`batching.DataEpoch` starts each at epoch 0, as a new dataset
         does), so two fits on one task (a search trial's seeds) train as
@@ -142,7 +142,7 @@ class Task:
         A tuple with one count per epoch of `train.epochs` (an epoch past
         them has the last one's), for training data whose length TensorFlow
         cannot know and which changes between epochs (a curriculum's):
-        `training.fitting.fit` tells Keras each epoch's length. None (the
+        `training.core.fitting.fit` tells Keras each epoch's length. None (the
         default) where every epoch is the training dataset once, of one
         length.
         """
@@ -151,7 +151,7 @@ class Task:
     def validation_callbacks(self):
         """Callbacks that log validation metrics per epoch (`EpochMetrics`).
 
-        `training.fitting.fit` runs them before every other callback, so the
+        `training.core.fitting.fit` runs them before every other callback, so the
         run's `log.csv` holds their columns. None by default.
         """
         return []
@@ -159,7 +159,7 @@ class Task:
     def search_callbacks(self):
         """Callbacks that log `search_objective` per epoch, for a search only.
 
-        A hyperparameter search passes them to `training.fitting.fit`;
+        A hyperparameter search passes them to `training.core.fitting.fit`;
         training does not run them. None by default (`val_loss` is Keras's).
         """
         return []
@@ -225,8 +225,8 @@ class Task:
 def precision_policy(name):
     """Sets Keras's global dtype policy to `name` inside the block.
 
-    `name` is one of `training.config.train_options.PRECISIONS`; layers take the policy
-    when they are made, so a model built inside keeps it.
+    `name` is one of `training.core.config.train_options.PRECISIONS`; layers
+    take the policy when they are made, so a model built inside keeps it.
     """
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(name)

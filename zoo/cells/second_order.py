@@ -3,7 +3,7 @@
 `S` LSTM cells with their own weights read every input; a routing weight
 `alpha_t` over the cells mixes their new states. The attention model learns
 `alpha_t = softmax(V x_t / tau)` and anneals the temperature `tau` (a
-non-trainable weight, see `training.callbacks.TemperatureAnnealing` and
+non-trainable weight, see `training.core.callbacks.TemperatureAnnealing` and
 `set_temperature`); the assignment model routes each token id to one cell
 through a fixed table (`assignment_from_embedding` builds one by k-means).
 """
@@ -35,7 +35,7 @@ class SecondOrderLSTMCell(LSTMGates, ZooCell):
     are two fused products, `x_t [d, S * 4u]` and `h_{t-1} [u, S * 4u]`
     (faster than `S` separate cells on CPU). `tau` is the non-trainable weight
     `temperature`, annealed per epoch by
-    `training.callbacks.TemperatureAnnealing` and set for evaluation with
+    `training.core.callbacks.TemperatureAnnealing` and set for evaluation with
     `set_temperature(model, tau)`; the config records its current value.
 
     With `routing="assignment"` (the report's assignment model), `alpha_t` is

@@ -20,7 +20,7 @@ A preset is a folder (as keras-hub's presets are) of four parts:
 beside `metrics.json` (the run's metrics on every split) and `README.md`
 (the card for people). A run directory of `python -m training.train` holds
 the same files but the card, so it loads the same way: `from_preset` reads
-either, and the commands (`training.runs.load_run`, `preset:NAME`) read
+either, and the commands (`training.runs.runs.load_run`, `preset:NAME`) read
 them through the same `PresetLoader`.
 
 The built-in presets are folders of this package (`zoo/presets/NAME/`,
@@ -107,7 +107,7 @@ class PresetLoader:
     """Reads the parts of one preset folder or run directory, each when asked.
 
     Every file that is missing or cannot be read is a one-line `ValueError`
-    naming it. `training.runs.load_run` reads runs and `preset:NAME` with it,
+    naming it. `training.runs.runs.load_run` reads runs and `preset:NAME` with it,
     loading the weights into the model it rebuilds from the config
     (`load_model(model)`); `from_preset` loads the model file whole.
 

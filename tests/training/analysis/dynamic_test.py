@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import zoo
-from training import scoring
 from training.analysis import dynamic
+from training.core import scoring
 
 
 def build(stateful=False, batch_size=None):

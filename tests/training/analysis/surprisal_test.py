@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import zoo
-from training import scoring
 from training.analysis import surprisal
+from training.core import scoring
 
 
 def test_surprising_positions_are_the_top_tenth_of_the_mean_loss():
