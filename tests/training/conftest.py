@@ -43,11 +43,10 @@ def tiny_runs(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def dyck_run(tmp_path_factory):
-    """A finished tiny Dyck language-model run directory (trained once)."""
-    run_dir = tmp_path_factory.mktemp("dyck") / "run"
-    runs.train_run(tiny_recipe("dyck"), run_dir)
-    return run_dir
+def dyck_run(tiny_runs):
+    """A finished tiny Dyck language-model run directory: `tiny_runs`' own
+    (`tiny_recipe("dyck")`, trained once for both)."""
+    return tiny_runs("dyck")[1]
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """Training under `tf.distribute`: two replicas on two logical CPU devices.
 
-Each run is a subprocess (`tests.training.replicas`), since logical devices
-must be configured before TensorFlow first uses one.
+Each run on two replicas is a subprocess (`tests.training.replicas`), since
+logical devices must be configured before TensorFlow first uses one; the run
+it is compared with, on one device, trains in the test's process.
 """
 
 import csv
@@ -13,7 +14,9 @@ import sys
 
 import pytest
 
-from tests.training.tiny import tiny_recipe
+from tests.training import replicas as replica_jobs
+from tests.training.tiny import TEXT, tiny_recipe
+from training import train as train_cli
 from training.runs import runs
 from training.tasks import recipes
 
@@ -21,8 +24,8 @@ from training.tasks import recipes
 TOLERANCE = 1e-3
 
 
-def replicas(tmp_path, devices, job, *args):
-    """Runs `tests.training.replicas` on `devices` logical CPUs; its JSON."""
+def on_two_replicas(job, *args):
+    """Runs `tests.training.replicas` on two logical CPUs; its JSON."""
     env = {
         **os.environ,
         "TF_CPP_MIN_LOG_LEVEL": "2",
@@ -30,7 +33,7 @@ def replicas(tmp_path, devices, job, *args):
         "TF_NUM_INTEROP_THREADS": "1",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "tests.training.replicas", str(devices), job, *args],
+        [sys.executable, "-m", "tests.training.replicas", "2", job, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -41,22 +44,21 @@ def replicas(tmp_path, devices, job, *args):
 
 
 def train_both(tmp_path, recipe):
-    """The recipe trained on one device and on two replicas."""
-    results = {}
-    for devices, distribute in ((1, "none"), (2, "mirrored")):
-        path = tmp_path / f"{distribute}.json"
-        path.write_text(
+    """The recipe trained on one device (here) and on two replicas."""
+    paths = {}
+    for distribute in ("none", "mirrored"):
+        paths[distribute] = tmp_path / f"{distribute}.json"
+        paths[distribute].write_text(
             json.dumps(recipe.with_values({"train.distribute": distribute}).to_dict())
         )
-        results[distribute] = replicas(
-            tmp_path, devices, "train", str(path), str(tmp_path / distribute)
-        )
-    return results["none"], results["mirrored"]
+    one = replica_jobs.train(str(paths["none"]), str(tmp_path / "none"))
+    two = on_two_replicas("train", str(paths["mirrored"]), str(tmp_path / "mirrored"))
+    return json.loads(json.dumps(one)), two
 
 
 @pytest.mark.processes
-def test_every_cell_trains_a_step_on_two_replicas(tmp_path):
-    losses = replicas(tmp_path, 2, "cells")
+def test_every_cell_trains_a_step_on_two_replicas():
+    losses = on_two_replicas("cells")
     assert losses.pop("replicas") == 2
     import zoo
 
@@ -80,8 +82,6 @@ def test_main_recipe_on_two_replicas_matches_one_device(tmp_path):
 @pytest.mark.processes
 def test_language_model_on_two_replicas_matches_one_device(tmp_path):
     text_file = tmp_path / "corpus.txt"
-    from tests.training.tiny import TEXT
-
     text_file.write_text(TEXT)
     recipe = tiny_recipe(
         "language_model",
@@ -158,15 +158,14 @@ def test_two_workers_write_one_run_and_match_one_process(tmp_path):
         )
         for index in range(2)
     ]
-    single = subprocess.run(
-        [*train, "--no-export", "--run-dir", str(tmp_path / "single")],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    outputs = [worker.communicate(timeout=500)[0] for worker in workers]
-    assert single.returncode == 0, single.stderr[-3000:]
+    # The one process they are compared with trains here, meanwhile.
+    try:
+        single = train_cli.main(
+            ["tiny_dyck_lstm", "--no-export", "--run-dir", str(tmp_path / "single")]
+        )
+    finally:
+        outputs = [worker.communicate(timeout=500)[0] for worker in workers]
+    assert single == 0
     for worker, output in zip(workers, outputs, strict=True):
         assert worker.returncode == 0, output[-3000:]
     assert "run directory:" in outputs[0]  # worker 0 is the chief

@@ -7,7 +7,12 @@ in a subprocess and read the one JSON line it prints last:
 - `cells`: every registered cell's tiny language model, one `model.fit` step
   under `MirroredStrategy`; prints `{cell: loss}`.
 - `train RECIPE_JSON RUN_DIR`: `training.runs.runs.train_run`; prints the metrics
-  and the last epoch's training loss.
+  and the last epoch's training loss (the tests call `train` in their own
+  process for the run on one device).
+
+One job a process: a second `MirroredStrategy` in a process reuses the
+first one's collective instance keys ("Shape mismatch in the collective
+instance 100").
 """
 
 import csv
@@ -63,7 +68,10 @@ def train(recipe_json, run_dir):
     recipe = runs.read_recipe(Path(recipe_json))
     metrics = runs.train_run(recipe, run_dir)
     log = Path(run_dir) / runs.LOG
-    rows = list(csv.DictReader(log.open())) if log.exists() else []
+    rows = []
+    if log.exists():
+        with log.open() as file:
+            rows = list(csv.DictReader(file))
     return {
         "metrics": metrics,
         "loss": float(rows[-1]["loss"]) if rows else None,

@@ -58,11 +58,14 @@ def test_trained_diffstk_rnn_pushes_on_opening_and_pops_on_closing_brackets():
     # At this scale few seeds learn both actions (PUSH and POP each on over
     # 60% of their brackets): 1 of seeds 0-11 with every weight drawn on its
     # own (issue 41), 3 of 12 (0, 1 and 4) when the stack's weights were
-    # copies of each other. Seed 8 is the one.
+    # copies of each other. Seed 8 is the one. In the graph: XLA (the
+    # recipe's choice) trains the same numbers, to float rounding, but
+    # compiling the stack cell's steps cost twice the 156 steps' training.
     keras.utils.set_random_seed(8)
     task = d2_task()
     model = task.build_model()
-    history = fitting.fit(model, task)
+    history = fitting.fit(model, task, jit_compile=False)
+    assert model.jit_compile is False
     # the accept head beats the best constant answer (the mean prefix label)
     arrays = task.arrays["valid"]
     labels = arrays.prefix_labels[arrays.mask > 0]

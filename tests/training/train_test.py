@@ -1,4 +1,5 @@
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -78,13 +79,20 @@ def test_a_second_training_into_a_locked_run_directory_exits_2(tmp_path):
     )
     try:
         lock, deadline = run_dir / runs.TRAIN_LOCK, time.monotonic() + 240
+        log = run_dir / runs.LOG
         while not (lock.is_file() and f"process {first.pid} " in lock.read_text()):
             assert first.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
+        while not (log.is_file() and log.read_text()):  # it has written its log
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        # Stopped, it holds its lock (and trains nothing) while the second
+        # starts: the same for the second as a first that trains meanwhile.
+        first.send_signal(signal.SIGSTOP)
         second = subprocess.run(
             command, capture_output=True, text=True, timeout=240, env=env
         )
-        assert first.poll() is None  # still training: the two overlapped
+        assert first.poll() is None  # alive, holding its lock: the two overlapped
     finally:
         first.kill()
         first.wait()

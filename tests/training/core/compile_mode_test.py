@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import tensorflow as tf
 
 from tests.training.tiny import LSTM_RECOGNIZER, RECIPE_OF, TINY, tiny_recipe
 from tests.zoo.backend_processes import quiet_environment
+from training import train
 from training.core import compile_mode, fitting
 from training.runs import runs
 from training.tasks import make_task, recipes
@@ -324,20 +326,17 @@ def test_xla_cache_flags_name_the_folder_and_a_key_of_the_compilers_settings(
 
 @pytest.mark.processes
 def test_a_program_loaded_from_the_xla_cache_trains_the_same_numbers(tmp_path):
-    # The tiny Dyck run compiled, three times: compiling into the cache,
-    # loading from it, and with no cache at all.
+    # The tiny Dyck run compiled, three times: compiling into the cache and
+    # loading from it, each in a process of its own (TensorFlow reads the
+    # flags when it starts), and with no cache at all, here.
     cache = tmp_path / "cache"
     argv = [RECIPE_OF["dyck"], "--scale", "small", *TINY["dyck"]]
     argv += ["train.jit_compile=true", "--no-export"]
-    for name, flags in [
-        ("compiled", compile_mode.xla_cache_flags(cache)),
-        ("loaded", compile_mode.xla_cache_flags(cache)),
-        ("uncached", None),
-    ]:
-        environment = quiet_environment()
-        environment.pop("TF_XLA_FLAGS", None)
-        if flags:
-            environment["TF_XLA_FLAGS"] = flags
+    environment = quiet_environment()
+    environment.pop("TF_XLA_FLAGS", None)
+    assert "persistent_cache" not in os.environ.get("TF_XLA_FLAGS", "")  # none here
+    environment["TF_XLA_FLAGS"] = compile_mode.xla_cache_flags(cache, environment)
+    for name in ("compiled", "loaded"):
         done = subprocess.run(
             [
                 sys.executable,
@@ -358,6 +357,7 @@ def test_a_program_loaded_from_the_xla_cache_trains_the_same_numbers(tmp_path):
             assert programs and all(p.startswith("zoo_") for p in programs)
         if name == "loaded":  # nothing compiled again
             assert sorted(path.name for path in cache.iterdir()) == programs
+    assert train.main([*argv, "--run-dir", str(tmp_path / "uncached")]) == 0
     logs = {
         name: (tmp_path / name / "log.csv").read_text()
         for name in ("compiled", "loaded", "uncached")

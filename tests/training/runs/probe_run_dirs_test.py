@@ -398,7 +398,7 @@ def test_probe_exports_started_together_each_end_whole(made, tmp_path):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        for _ in range(3)
+        for _ in range(2)  # a third would race the same way
     ]
     for process in processes:
         _, err = process.communicate(timeout=300)

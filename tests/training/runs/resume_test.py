@@ -108,22 +108,20 @@ def assert_kills_resume_to_clean(tmp_path, kills, overrides, name="tiny_dyck_lst
 
 
 @pytest.mark.processes
-def test_resume_after_kills_matches_uninterrupted_run(tmp_path):
-    # the first epoch, writing the first backup, a middle epoch, the last one
-    kills = (("batch", 0), ("backup", 0), ("batch", 1), ("batch", 2))
-    assert_kills_resume_to_clean(tmp_path, kills, [*OVERRIDES, "train.epochs=3"])
-
-
-@pytest.mark.processes
-def test_resume_keeps_checkpoint_and_early_stopping_state(tmp_path):
+def test_resume_after_kills_matches_uninterrupted_run_and_keeps_its_stopping_state(
+    tmp_path,
+):
     # Epoch 1 is worse than epoch 0: the clean run keeps epoch 0's model and
-    # stops (patience 1); a resume in epoch 1 must do the same.
+    # stops (patience 1), after its last epoch, 1; a resume in epoch 1 must do
+    # the same. Killed in the first epoch, while writing the first backup,
+    # and in the last epoch.
     overrides = [*OVERRIDES, "train.epochs=3", "train.early_stopping_patience=1"]
     recipe = recipes.resolve("tiny_dyck_lstm", "small", overrides)
     runs.train_run(recipe, tmp_path / "clean")
     assert len((tmp_path / "clean" / runs.LOG).read_text().splitlines()) == 3
     run_dir = tmp_path / "killed"
-    killed_run(run_dir, "batch", 1, overrides)
+    for where, epoch in (("batch", 0), ("backup", 0), ("batch", 1)):
+        killed_run(run_dir, where, epoch, overrides)
     runs.train_run(recipe, run_dir)
     assert_same_run(run_dir, tmp_path / "clean")
 
