@@ -14,7 +14,7 @@ import os
 import keras
 import tensorflow as tf
 
-from training.core import backends, compile_mode
+from training.core import backends, compile_mode, interrupts
 from training.core.callbacks import (
     RunBackup,
     StopBelowLoss,
@@ -278,15 +278,17 @@ def fit(
         "verbose": verbose,
         **fit_kwargs,
     }
-    callbacks = [*callbacks, *backups]
+    # last: an epoch a dropped Ctrl-C came in ends backed up, then stops
+    callbacks = [*callbacks, *backups, interrupts.InterruptCheck()]
     try:
-        if epoch_steps is not None:
-            return fit_epoch_lengths(
-                model, train_data, epoch_steps, callbacks, strategy, **arguments
+        with interrupts.remembered():
+            if epoch_steps is not None:
+                return fit_epoch_lengths(
+                    model, train_data, epoch_steps, callbacks, strategy, **arguments
+                )
+            return model.fit(
+                train_data, steps_per_epoch=steps, callbacks=callbacks, **arguments
             )
-        return model.fit(
-            train_data, steps_per_epoch=steps, callbacks=callbacks, **arguments
-        )
     finally:
         close_logs(callbacks)  # after an exception too
 
