@@ -21,7 +21,9 @@ here for what is private:
 - `zoo.models.carry_state_on_jax`: a stateful layer's recurrent state through
   JAX's compiled steps (`carry_variable`);
 - `training.core.callbacks.RunBackup`: a backup that resumes `fit`
-  (`set_initial_epoch`).
+  (`set_initial_epoch`);
+- `training.core.fitting.fit` and `zoo.tensorflow_steps`: a train step
+  traced once, not twice (`build_compiled_state`).
 """
 
 import functools
@@ -147,6 +149,26 @@ def in_stateless_scope():
 
 
 # --- Fitting ----------------------------------------------------------------
+
+
+def build_compiled_state(model, batch):
+    """Makes the variables of `model`'s compiled loss and metrics from `batch`.
+
+    `batch` is one `(x, y)` or `(x, y, sample_weight)` of the training data,
+    as tensors or as `tf.TensorSpec`s (a dataset's `element_spec`): only
+    shapes and dtypes are read. Keras 3.15's TensorFlow trainer with no
+    distribution strategy makes them inside the first traced train step
+    (`_maybe_symbolic_build` returns at once there), and TensorFlow traces a
+    `tf.function` that made variables a second time: a model with more than
+    one output (a loss tracker per output) or with compiled metrics traced
+    its step twice. Keras's `_symbolic_build(data_batch=...)`, which its JAX
+    and torch trainers and its TensorFlow trainer under a strategy call at
+    the start of `fit`, makes them from shapes alone, in a stateless scope
+    (no weight or seed changes). Public API considered: calling
+    `model.compute_loss` on a batch makes them too, but runs the model and
+    counts the batch in the loss trackers.
+    """
+    model._symbolic_build(data_batch=batch)
 
 
 def initial_epoch(model):

@@ -24,6 +24,8 @@ import itertools
 import keras
 from keras import tree
 
+from zoo import keras_compat
+
 
 def tensorflow_steps(model):
     """Gives `model` (a `keras.Model`) the grouped train function on TensorFlow.
@@ -80,12 +82,17 @@ def _grouped(model, keras_function):
         logs = step(0)  # the logs' structure, for the loop
         return tf.while_loop(lambda index, _: index < steps, body, (1, logs))[1]
 
+    unbuilt = [True]
+
     def function(iterator):
         if not isinstance(iterator, tf.data.Iterator):
             return keras_function(iterator)  # train_on_batch, a generator
         batches = list(itertools.islice(iterator, steps))
         if not batches:
             raise StopIteration
+        if unbuilt:  # the loss's and metrics' variables, before a trace
+            keras_compat.build_compiled_state(model, batches[0])
+            unbuilt.clear()
         shapes = {tuple(tuple(leaf.shape) for leaf in tree.flatten(b)) for b in batches}
         if len(batches) == steps and len(shapes) == 1:
             return group(tree.map_structure(lambda *leaves: tf.stack(leaves), *batches))

@@ -7,7 +7,6 @@ import tensorflow as tf
 
 import zoo
 from tests.training.tiny import tiny_recipe
-from training.core import fitting
 from training.runs import runs, saved_model
 from training.tasks import make_task, recipes
 
@@ -48,25 +47,45 @@ def test_tied_decoder_gives_float32_logits_under_a_mixed_policy():
     assert keras.backend.standardize_dtype(model(IDS).dtype) == "float32"
 
 
-def test_float16_training_scales_the_loss(tmp_path):
-    recipe = tiny_recipe("dyck", extra=["train.precision=mixed_float16"])
-    task = make_task(recipe)
-    model = task.build_model()
-    history = fitting.fit(model, task, epochs=1)
-    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
-    assert np.isfinite(history.history["loss"]).all()
-    bfloat16 = tiny_recipe("dyck", extra=["train.precision=mixed_bfloat16"])
-    task = make_task(bfloat16)
-    model = task.build_model()
-    fitting.fit(model, task, epochs=1)
-    assert not isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+class Optimizer(keras.callbacks.Callback):
+    """Keeps the optimizer the run's model trained with."""
+
+    def on_train_end(self, logs=None):
+        self.optimizer = self.model.optimizer
+
+
+@pytest.fixture(scope="module")
+def mixed_runs(tmp_path_factory):
+    """`runs_of(precision)`: the run directory, metrics and optimizer of the
+    tiny Dyck recipe trained under `precision` (each trained once here)."""
+    made = {}
+
+    def runs_of(precision):
+        if precision not in made:
+            recipe = tiny_recipe("dyck", extra=[f"train.precision={precision}"])
+            run_dir = tmp_path_factory.mktemp(precision) / "run"
+            kept = Optimizer()
+            metrics = runs.train_run(recipe, run_dir, callbacks=[kept])
+            made[precision] = run_dir, metrics, kept.optimizer
+        return made[precision]
+
+    return runs_of
+
+
+def test_float16_training_scales_the_loss(mixed_runs):
+    run_dir, metrics, optimizer = mixed_runs("mixed_float16")
+    assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    losses = np.loadtxt(run_dir / runs.LOG, delimiter=",", skiprows=1, ndmin=2)
+    assert np.isfinite(losses).all() and np.isfinite(metrics["test"]["cross_entropy"])
+    _, _, optimizer = mixed_runs("mixed_bfloat16")
+    assert not isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
 
 
 @pytest.mark.parametrize("precision", MIXED)
-def test_mixed_run_reloads_under_either_policy_and_exports_float32(precision, tmp_path):
-    recipe = tiny_recipe("dyck", extra=[f"train.precision={precision}"])
-    run_dir = tmp_path / "run"
-    metrics = runs.train_run(recipe, run_dir)
+def test_mixed_run_reloads_under_either_policy_and_exports_float32(
+    precision, mixed_runs, tmp_path
+):
+    run_dir, metrics, _ = mixed_runs(precision)
     assert np.isfinite(metrics["test"]["cross_entropy"])
 
     own = runs.load_run(run_dir)

@@ -226,3 +226,35 @@ def test_chief_oracle_is_the_oracle_a_worker_wraps(tmp_path, monkeypatch):
     assert oracle is not worker.oracle
     assert isinstance(oracle, keras_tuner.Oracle)
     assert worker.oracle.max_trials == 3  # what the worker's client reads
+
+
+def two_output_model():
+    inputs = keras.Input((3,))
+    outputs = {"a": keras.layers.Dense(1)(inputs), "b": keras.layers.Dense(2)(inputs)}
+    model = keras.Model(inputs, outputs)
+    model.compile("sgd", loss={"a": "mse", "b": "mse"})
+    data = (
+        np.ones((4, 3), "float32"),
+        {"a": np.ones((4, 1), "float32"), "b": np.ones((4, 2), "float32")},
+    )
+    return model, data
+
+
+@on_tensorflow
+@pytest.mark.parametrize("built", [False, True])
+def test_build_compiled_state_spares_the_second_trace_of_a_train_step(built):
+    # A two-output model's compiled loss keeps a tracker per output, made in
+    # the first traced step unless built before, and TensorFlow traces a
+    # function that made variables twice. Shapes are enough (a dataset's
+    # element_spec).
+    import tensorflow as tf
+
+    model, (x, y) = two_output_model()
+    if built:
+        spec = tf.data.Dataset.from_tensors((x, y)).element_spec
+        keras_compat.build_compiled_state(model, spec)
+        assert {"a_loss", "b_loss"} <= {m.name for m in model.metrics}
+    traces, step = [], model.train_step
+    model.train_step = lambda data: traces.append(1) or step(data)  # when traced
+    model.fit(x, y, epochs=1, verbose=0)
+    assert len(traces) == (1 if built else 2)

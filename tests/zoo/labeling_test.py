@@ -76,9 +76,21 @@ def test_padding_changes_no_tag(cell, bidirectional):
         np.testing.assert_allclose(logits[row, :n], alone, atol=1e-5)
 
 
-@pytest.mark.parametrize("pooling", ["last", "mean", "max"])
-@pytest.mark.parametrize("bidirectional", [False, True])
-@pytest.mark.parametrize("cell", ["lstm", "min_gru", "diffstk_rnn", "tensor_rnn"])
+# "last" reads each direction's last unmasked state from the recurrent layer;
+# "mean" and "max" pool its masked sequence, the same recurrent path, and
+# differ only in `SequencePooling` (tests/zoo/layers/pooling_test.py). So
+# each cell and direction is run with "last" and with one of the two, and
+# each of the two with every cell and with both directions.
+CELLS = ["lstm", "min_gru", "diffstk_rnn", "tensor_rnn"]
+POOLED = [
+    (cell, bidirectional, pooling)
+    for index, cell in enumerate(CELLS)
+    for bidirectional in (False, True)
+    for pooling in ("last", ("mean", "max")[(index + bidirectional) % 2])
+]
+
+
+@pytest.mark.parametrize("cell, bidirectional, pooling", POOLED)
 def test_padding_changes_no_class(cell, bidirectional, pooling):
     model = classifier(
         cell, VOCAB, UNITS, 2, bidirectional=bidirectional, pooling=pooling

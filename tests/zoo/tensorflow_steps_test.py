@@ -60,8 +60,11 @@ LENGTHS = [7, 7, 7, 7, 5, 5, 5, 5, 7, 7, 5, 7, 7]
 
 
 def test_training_equals_keras_grouped_steps():
+    # Keras's reference trains its groups in the graph: the steps and their
+    # order are what is compared, and XLA's compiles of Keras's own step
+    # (one for each length) would double the test's time.
     data = dataset(len(LENGTHS), LENGTHS)
-    keras_model, keras_losses = trained(False, data)
+    keras_model, keras_losses = trained(False, data, jit_compile=False)
     zoo_model, zoo_losses = trained(True, data)
     np.testing.assert_allclose(zoo_losses, keras_losses, rtol=1e-6)
     for want, got in zip(

@@ -260,6 +260,11 @@ def fit(
         # made variables twice; built here, the step is traced once.
         if model.built and not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
+        # So does it the compiled loss's trackers (one per output) and the
+        # compiled metrics: made here from the data's shapes, as Keras makes
+        # them under a strategy.
+        if backends.is_tensorflow() and train.distribute == "none":
+            keras_compat.build_compiled_state(model, train_data.element_spec)
     compile_mode.check_applied(model, jit_compile)
     callbacks = [
         *task.validation_callbacks(),  # first: the others read what they log

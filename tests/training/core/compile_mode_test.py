@@ -13,6 +13,7 @@ from tests.training.tiny import LSTM_RECOGNIZER, RECIPE_OF, TINY, tiny_recipe
 from tests.zoo.backend_processes import quiet_environment
 from training import train
 from training.core import compile_mode, fitting
+from training.data import batching
 from training.runs import runs
 from training.tasks import make_task, recipes
 
@@ -137,8 +138,32 @@ def test_a_compiled_run_traces_each_step_once_in_every_epoch():
     assert count.per_epoch == [count.per_epoch[0]] * 4
 
 
-def test_a_run_records_its_choice_and_a_resume_keeps_it(tmp_path):
-    recipe = tiny_recipe("dyck", extra=["train.epochs=1", "train.jit_compile=auto"])
+@pytest.fixture(scope="module")
+def auto_run(tmp_path_factory):
+    """The tiny Dyck recipe (two epochs) under `train.jit_compile=auto`, its
+    run's metrics and the calls of `batching.epoch_shuffled` (the tasks'
+    dataset builder) the run made: one XLA run for the tests that read it."""
+    recipe = tiny_recipe("dyck", extra=["train.jit_compile=auto"])
+    calls, build = [], batching.epoch_shuffled
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(
+            batching,
+            "epoch_shuffled",
+            lambda *a, **k: calls.append(1) or build(*a, **k),
+        )
+        metrics = runs.train_run(recipe, tmp_path_factory.mktemp("auto") / "run")
+    return recipe, metrics, calls
+
+
+def test_one_run_makes_its_training_data_once(auto_run):
+    # `compile_mode` reads the data's shape and length, `fit` trains on them.
+    _, metrics, calls = auto_run
+    assert calls == [1]
+    assert metrics[runs.JIT_COMPILE]["used"]
+
+
+def test_a_run_records_its_choice_and_a_resume_keeps_it(auto_run):
+    recipe, metrics, _ = auto_run
     task = make_task(recipe)
     assert runs.compile_choice(task).used  # 8 units: XLA by the rule
     kept = {"facts": {"jit_compile": {"used": False, "reason": "first part"}}}
@@ -147,7 +172,6 @@ def test_a_run_records_its_choice_and_a_resume_keeps_it(tmp_path):
     kept = {"facts": {"steps_per_execution": {"used": 5, "reason": "first part"}}}
     assert runs.steps_choice(task, True, kept) == (5, "first part")
     assert runs.steps_choice(task, True, {"epoch": 1}).used == 1  # an old backup
-    metrics = runs.train_run(recipe, tmp_path / "run")
     assert metrics["jit_compile"] == {
         "used": True,
         "reason": compile_mode.for_task(task).reason,

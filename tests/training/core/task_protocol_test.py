@@ -11,8 +11,6 @@ import tensorflow as tf
 from tests.training.tiny import TINY, tiny_recipe
 from training.core import compile_mode, fitting
 from training.core.task_protocol import TrainableTask
-from training.data import batching
-from training.runs import runs
 from training.tasks import TASKS, make_task
 
 ATTRIBUTES = typing.get_type_hints(TrainableTask)  # name -> type
@@ -64,24 +62,6 @@ def test_every_task_kind_is_a_trainable_task(kind, text_file):
         assert inspect.ismethod(method), name
         expected = list(inspect.signature(declared).parameters)[1:]  # no self
         assert list(inspect.signature(method).parameters) == expected, name
-
-
-def counting(monkeypatch):
-    """Counts the calls of `batching.epoch_shuffled` (the tasks' dataset builder)."""
-    calls = []
-    build = batching.epoch_shuffled
-    monkeypatch.setattr(
-        batching, "epoch_shuffled", lambda *a, **k: calls.append(1) or build(*a, **k)
-    )
-    return calls
-
-
-def test_one_run_makes_its_training_data_once(tmp_path, monkeypatch):
-    # `compile_mode` reads the data's shape and length, `fit` trains on them.
-    calls = counting(monkeypatch)
-    runs.train_run(tiny_recipe("dyck", extra=["train.jit_compile=auto"]), tmp_path)
-    assert calls == [1]
-    assert runs.read_json(tmp_path / runs.METRICS)[runs.JIT_COMPILE]["used"]
 
 
 def fitted(task, seed):
