@@ -62,6 +62,17 @@ def language_model(
     )
 
 
+@pytest.fixture(scope="module")
+def refused_lm(tmp_path_factory):
+    """An LSTM language-model run (`language_model(..., "lm", "lstm")`) for the
+    refusals, which read it and write nothing: made once for them all."""
+    folder = tmp_path_factory.mktemp("refused")
+    (folder / "corpus").mkdir()
+    for split in ("train", "valid", "test"):
+        (folder / "corpus" / f"{split}.txt").write_text(TEXT)
+    return language_model(folder, folder / "corpus", "lm", "lstm")
+
+
 def test_surprisal_of_two_character_runs(tmp_path, corpus, capsys):
     runs_ = [
         language_model(tmp_path, corpus, name, cell, level="char")
@@ -248,8 +259,8 @@ def test_runs_of_the_same_folder_name_keep_their_own_results(tmp_path, corpus):
     assert (out / "routing-k3-seed-0.csv").is_file()
 
 
-def test_a_run_given_twice_is_one_line_and_status_2(tmp_path, corpus, capsys):
-    lm = str(language_model(tmp_path, corpus, "lm", "lstm"))
+def test_a_run_given_twice_is_one_line_and_status_2(tmp_path, refused_lm, capsys):
+    lm = str(refused_lm)
     with pytest.raises(SystemExit) as exit_:
         analyze.main(["surprisal", lm, lm + "/", "--out", str(tmp_path / "o")])
     assert exit_.value.code == 2
@@ -310,21 +321,21 @@ def test_syntax_on_a_json_lines_suite(tmp_path, corpus, capsys):
     ],
 )
 def test_bad_input_is_one_line_and_status_2_and_writes_nothing(
-    tmp_path, corpus, capsys, command, message
+    tmp_path, refused_lm, capsys, command, message
 ):
-    lm = language_model(tmp_path, corpus, "lm", "lstm")
+    lm = refused_lm
     file = tmp_path / "file.txt"
     file.write_text("not a folder\n")
     argv = [a.format(lm=lm, tmp=tmp_path, file=file) for a in command]
     if "--out" not in argv:  # a new folder, which a refusal must not create
         argv += ["--out", str(tmp_path / "out")]
-    before = sorted(tmp_path.rglob("*"))
+    before = sorted([*tmp_path.rglob("*"), *lm.parent.rglob("*")])
     with pytest.raises(SystemExit) as exit_:
         analyze.main(argv)
     assert exit_.value.code == 2
     error = capsys.readouterr().err
     assert message in error and len(error.strip().splitlines()) == 1, error
-    assert sorted(tmp_path.rglob("*")) == before
+    assert sorted([*tmp_path.rglob("*"), *lm.parent.rglob("*")]) == before
     assert not Path("/sys/rnn-zoo-out").exists()
 
 
@@ -347,9 +358,9 @@ def write_suite(path, pairs):
 
 
 def test_syntax_bad_input_is_one_line_status_2_and_writes_nothing(
-    tmp_path, corpus, capsys
+    tmp_path, corpus, refused_lm, capsys
 ):
-    lm = str(language_model(tmp_path, corpus, "lm", "lstm"))
+    lm = str(refused_lm)
     characters = str(language_model(tmp_path, corpus, "chars", "lstm", level="char"))
     dyck_run = make_run(tmp_path, "dyck", "tiny_dyck_lstm", ["task.test_sequences=8"])
     bad = tmp_path / "bad.jsonl"
@@ -381,13 +392,14 @@ def test_syntax_bad_input_is_one_line_status_2_and_writes_nothing(
         ([lm, "--suite", good, "--out", f"{file}/o"], "lies inside the file"),
         ([lm, "--suite", good, "--out", "/sys/rnn-zoo-out"], "'/sys/rnn-zoo-out'"),
     ):
-        before = sorted(tmp_path.rglob("*"))
+        before = sorted([*tmp_path.rglob("*"), *refused_lm.parent.rglob("*")])
         with pytest.raises(SystemExit) as exit_:
             syntax.main(argv)
         assert exit_.value.code == 2
         error = capsys.readouterr().err
         assert message in error and len(error.strip().splitlines()) == 1, error
-        assert sorted(tmp_path.rglob("*")) == before, argv
+        after = sorted([*tmp_path.rglob("*"), *refused_lm.parent.rglob("*")])
+        assert after == before, argv
 
 
 def test_an_empty_split_is_one_line_and_status_2(tmp_path, corpus, capsys):

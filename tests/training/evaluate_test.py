@@ -1,6 +1,8 @@
+import shutil
+from pathlib import Path
+
 import pytest
 
-from tests.training.tiny import train_text_run
 from training.analysis.dynamic import evaluate_dynamic
 from training.evaluate import main
 from training.runs import runs
@@ -22,9 +24,11 @@ def test_bad_split_or_directory(dyck_run, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def text_run(tmp_path_factory):
-    """A tiny language-model run whose corpus (a text that repeats) stays."""
-    return train_text_run(tmp_path_factory.mktemp("text_run"), ["train.epochs=1"])
+def text_run(tmp_path_factory, tiny_runs):
+    """A tiny language-model run whose corpus (a text that repeats) stays: a
+    copy of the shared one (`tiny_runs`), which these tests write into."""
+    _, run_dir, _ = tiny_runs("language_model")
+    return Path(shutil.copytree(run_dir, tmp_path_factory.mktemp("text") / "run"))
 
 
 def test_dynamic_evaluation_learns_the_repeating_test_text(text_run, capsys):

@@ -235,6 +235,12 @@ def test_a_search_covers_taggers_and_classifiers_both_ways(kind):
     layer = zoo.model_parts(model).recurrent[1]
     assert isinstance(layer, keras.layers.Bidirectional)
     assert layer.forward_layer.cell.stack_depth == 4
+    # The task's fit path (head, metrics, data) is the same for every cell
+    # and depth: trained on a one-layer bidirectional LSTM trial, whose graph
+    # traces in a fraction of the two-layer stack RNN's.
+    hp = declared(hypermodel, cell="lstm", num_layers=1, bidirectional="true")
+    model = hypermodel.build(hp)
+    assert isinstance(zoo.model_parts(model).recurrent[0], keras.layers.Bidirectional)
     history = hypermodel.fit(hp, model, epochs=1, verbose=0)
     assert history.history["parameters"] == [float(model.count_params())]
     # Not searched: the recipe's own value.

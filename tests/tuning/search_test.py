@@ -28,11 +28,13 @@ def trials(project_dir):
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
-    """A random search run for one trial, then resumed up to two."""
+    """A random search run for one trial, then resumed up to two; both
+    commands write its record to `directory / "record"`."""
     directory = tmp_path_factory.mktemp("search")
-    assert run(directory, "--max-trials", "1") == 0
+    record = ["--record", str(directory / "record")]
+    assert run(directory, "--max-trials", "1", *record) == 0
     first = trials(directory / "tiny")
-    assert run(directory, "--max-trials", "2") == 0
+    assert run(directory, "--max-trials", "2", *record) == 0
     return directory, first
 
 
@@ -202,10 +204,13 @@ def files(folder):
     }
 
 
-def test_a_killed_search_resumes_from_its_record_alone(tmp_path, monkeypatch, capsys):
-    # Uninterrupted, for comparison.
-    whole = tmp_path / "whole-record"
-    assert run(tmp_path / "whole", "--max-trials", "2", "--record", str(whole)) == 0
+def test_a_killed_search_resumes_from_its_record_alone(
+    searched, tmp_path, monkeypatch, capsys
+):
+    # For comparison: the same search of two trials, not killed (resumed in
+    # its own project folder).
+    whole_dir = searched[0]
+    whole = whole_dir / "record"
     # Killed in the second trial, as a session's end kills the protocol.
     fit, calls = hypermodels.RecurrentHyperModel.fit, []
 
@@ -245,7 +250,7 @@ def test_a_killed_search_resumes_from_its_record_alone(tmp_path, monkeypatch, ca
     assert "Restored 1 trials' state from" in output and "Reloading Tuner" in output
     # Two searches of one seed draw the same trials: the killed search drew
     # its first trial afresh, the resumed one its second from the record.
-    assert trials(tmp_path / "killed" / "tiny") == trials(tmp_path / "whole" / "tiny")
+    assert trials(tmp_path / "killed" / "tiny") == trials(whole_dir / "tiny")
     resumed, expected = files(record), files(whole)
     assert resumed.keys() == expected.keys()
     for name in (

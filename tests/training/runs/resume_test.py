@@ -230,27 +230,25 @@ def varied_text(folder, words=1000):
     return path
 
 
-def test_a_resumed_run_draws_the_dropout_masks_an_uninterrupted_one_draws(tmp_path):
-    # Dropout on the embedding and before the decoder: each Dropout layer
-    # draws its masks from a seed generator whose state no weight file holds.
-    overrides = ["model.dropout=0.25", "train.max_steps_per_epoch=null"]
-    recipe = tiny_recipe("language_model", varied_text(tmp_path), overrides)
-    assert recipe.model.output_dropout > 0
-    interrupted_and_resumed(recipe, tmp_path, epoch=1, batch=3)
-
-
 @pytest.mark.parametrize("kind", ["language_model", "dyck"])
-def test_a_resumed_run_reads_the_batches_of_an_uninterrupted_one_in_capped_epochs(
+def test_a_resumed_run_reads_the_batches_and_draws_the_masks_of_an_uninterrupted_one(
     kind, tmp_path
 ):
     # Epochs of a few batches of a longer stream: the stateful language
     # model's 22 batches (in order) in epochs of 8, the tiny Dyck task's 3
     # (shuffled) in epochs of 2. Epoch 2 starts inside a pass over the data,
-    # which the uninterrupted run reached by reading epochs 0 and 1.
+    # which the uninterrupted run reached by reading epochs 0 and 1. The
+    # language model has dropout on the embedding and before the decoder:
+    # each Dropout layer draws its masks from a seed generator whose state no
+    # weight file holds (one run for both: a resume that lost either the
+    # place in the data or the generators' state ends with other weights).
     if kind == "language_model":
-        overrides = ["model.output_dropout=0", "train.max_steps_per_epoch=8"]
+        overrides = ["model.dropout=0.25", "train.max_steps_per_epoch=8"]
         recipe = tiny_recipe(kind, varied_text(tmp_path), overrides)
+        assert recipe.model.output_dropout > 0
+        batch = 3  # after masks drawn in epoch 2 itself
     else:
         recipe = recipes.resolve("tiny_dyck_lstm", "small", [])
+        batch = 0
     recipe = recipe.with_values({"train.epochs": 3})
-    interrupted_and_resumed(recipe, tmp_path, epoch=2, batch=0)
+    interrupted_and_resumed(recipe, tmp_path, epoch=2, batch=batch)

@@ -92,10 +92,11 @@ def test_initial_model_has_the_weights_training_started_from(
             assert not np.array_equal(a, b)
 
 
-def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path):
-    # Without XLA (op determinism on); resume_test kills compiled runs.
-    recipe = tiny_recipe("dyck", extra=["train.epochs=3", "train.jit_compile=false"])
-    uninterrupted = runs.train_run(recipe, tmp_path / "a")
+def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path, tiny_runs):
+    # Without XLA (op determinism on); resume_test kills compiled runs. The
+    # uninterrupted run is the shared tiny Dyck run (two epochs).
+    recipe, finished, uninterrupted = tiny_runs("dyck")
+    assert recipe.train.epochs == 2 and recipe.train.jit_compile is False
 
     class Kill(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -106,11 +107,11 @@ def test_resumed_run_ends_like_an_uninterrupted_one(tmp_path):
     assert len((tmp_path / "b" / "log.csv").read_text().splitlines()) == 2
     resumed = runs.train_run(recipe, tmp_path / "b")
     assert resumed == uninterrupted
-    logs = [(tmp_path / d / "log.csv").read_text() for d in ("a", "b")]
+    logs = [(folder / "log.csv").read_text() for folder in (finished, tmp_path / "b")]
     assert logs[0] == logs[1]
     weights = [
-        keras.models.load_model(tmp_path / d / "best.keras").get_weights()
-        for d in ("a", "b")
+        keras.models.load_model(folder / "best.keras").get_weights()
+        for folder in (finished, tmp_path / "b")
     ]
     for a, b in zip(*weights, strict=True):
         np.testing.assert_array_equal(a, b)
