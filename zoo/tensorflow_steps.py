@@ -71,10 +71,23 @@ def _grouped(model, keras_function):
     def one_step(data):
         return model.train_step(data)
 
+    # Keras's own step returns its metrics' results, which can be read once
+    # after the loop: the step is then traced and compiled once, not twice.
+    keras_step = type(model).train_step is keras.Model.train_step
+
     @tf.function(jit_compile=True, reduce_retracing=True)
     def group(data):  # every leaf: [steps, ...]
         def step(index):
             return model.train_step(tree.map_structure(lambda t: t[index], data))
+
+        if keras_step:
+
+            def each(index):
+                step(index)
+                return (index + 1,)
+
+            tf.while_loop(lambda index: index < steps, each, (0,))
+            return model.get_metrics_result()
 
         def body(index, logs):
             return index + 1, step(index)
