@@ -149,13 +149,17 @@ def test_unreachable_budget_fails_the_trial_not_the_build(recipe, task):
 
 
 def test_fit_trains_the_recipe_and_records_the_parameter_count(recipe, task):
+    # 2 epochs, not Keras's default of 1: the count shows the recipe's is used
+    recipe = recipe.with_values({"train.epochs": 2})
+    task = task.with_recipe(recipe)
     hypermodel = RecurrentHyperModel(recipe, units=4, num_layers=1, task=task)
     hp = declared(hypermodel)
     model = hypermodel.build(hp)
     history = hypermodel.fit(hp, model, verbose=0)
-    assert len(history.history["val_loss"]) == recipe.train.epochs
-    assert history.history["parameters"] == [float(model.count_params())]
-    assert int(model.optimizer.iterations) == recipe.train.max_steps_per_epoch
+    assert len(history.history["val_loss"]) == 2
+    assert history.history["parameters"] == [float(model.count_params())] * 2
+    steps = recipe.train.max_steps_per_epoch
+    assert int(model.optimizer.iterations) == 2 * steps
 
 
 def test_fit_passes_the_tuners_arguments_on_and_refuses_data(recipe, task):
