@@ -46,6 +46,10 @@ def trained(grouped, data, steps_per_execution=4, jit_compile=True, epochs=2):
         steps_per_execution=steps_per_execution,
         **hybrid_recognition_loss(),
     )
+    # Each trace of the step, kept in `model.traced` (the instance's
+    # `train_step` is what the train functions call)
+    model.traced, step = [], model.train_step
+    model.train_step = lambda batch: model.traced.append(1) or step(batch)
     # The dataset is the order; shuffle=True (the default) would warn.
     history = model.fit(data, epochs=epochs, shuffle=False, verbose=0)
     return model, history.history["loss"]
@@ -83,6 +87,9 @@ def test_a_group_runs_as_one_compiled_call():
     function = model.train_function
     assert function.group.experimental_get_tracing_count() >= 1  # two groups of 4
     assert function.one_step.experimental_get_tracing_count() == 0  # no step alone
+    # the group program holds the step once, traced once (its loss trackers
+    # are built before the first trace)
+    assert len(model.traced) == 1
     assert int(model.optimizer.iterations) == 8
 
 
