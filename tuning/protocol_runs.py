@@ -143,7 +143,23 @@ DYCK_M4 = Protocol(
     ),
 )
 
-PROTOCOLS = {"stack_d2": STACK_D2, "dyck_m4": DYCK_M4}
+# Palindromes (Mali et al.'s Table 7) on their own validation split: the
+# D2 searches' recipes learned the stack in no palindrome run (REPRODUCTION.md),
+# so this is STACK_D2 with only the language changed, the intervention that
+# says whether the search's D2-only scoring is the cause.
+STACK_PALINDROME = dataclasses.replace(
+    STACK_D2,
+    recipe="recognition_palindrome_diffstk_rnn",
+    description=STACK_D2.description.replace(
+        "D2 recognition", "Palindrome recognition"
+    ),
+)
+
+PROTOCOLS = {
+    "stack_d2": STACK_D2,
+    "stack_palindrome": STACK_PALINDROME,
+    "dyck_m4": DYCK_M4,
+}
 
 
 def row_arguments(

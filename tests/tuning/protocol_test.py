@@ -36,6 +36,23 @@ def test_every_row_of_a_protocol_gets_the_same_search():
     assert parsed["gru"]["seeds_per_trial"] == stack.seeds_per_trial
 
 
+def test_the_palindrome_protocol_is_the_d2_search_on_palindromes():
+    d2, palindrome = (
+        vars(
+            search.build_parser().parse_intermixed_args(
+                protocol_runs.row_arguments(name, "diffstk_lstm")
+            )
+        )
+        for name in ("stack_d2", "stack_palindrome")
+    )
+    assert palindrome.pop("recipe") == "recognition_palindrome_diffstk_rnn"
+    assert d2.pop("recipe") == "recognition_d2_diffstk_rnn"
+    assert palindrome.pop("record") == "results/tuning/stack_palindrome/diffstk_lstm"
+    assert palindrome.pop("directory") == "runs/tuning/stack_palindrome"
+    d2.pop("record"), d2.pop("directory")
+    assert palindrome == d2
+
+
 def test_the_dyck_protocol_searches_the_reports_lstm_from_its_size_up():
     args = vars(
         search.build_parser().parse_intermixed_args(
