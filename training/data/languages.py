@@ -122,20 +122,22 @@ def legal_next(tokens, language):
     legal = np.zeros((len(tokens) + 1, vocabulary_size(language)), dtype=bool)
     n = bracket_types(language)
     if n is None:
+        # One pass: row j checks only the symbol the prefix tokens[:j] added.
         a, b = FIRST_BRACKET_ID, FIRST_BRACKET_ID + 1
+        centre = None  # the marker's index once the prefix holds it
         for j in range(len(tokens) + 1):
-            prefix = tokens[:j]
-            if PALINDROME_MARKER not in prefix:
-                if any(t not in (a, b) for t in prefix):
+            if centre is None:
+                if j and tokens[j - 1] == PALINDROME_MARKER:
+                    centre = j - 1
+                elif j and tokens[j - 1] not in (a, b):
                     break
-                legal[j, [a, b, PALINDROME_MARKER]] = True
-                continue
-            centre = prefix.index(PALINDROME_MARKER)
+                else:
+                    legal[j, [a, b, PALINDROME_MARKER]] = True
+                    continue
             after = j - centre - 1  # symbols after the centre
-            mirrored = prefix[centre + 1 :] == prefix[centre - after : centre][::-1]
-            if not mirrored or after > centre:
-                break
-            legal[j, END_ID if after == centre else prefix[centre - after - 1]] = True
+            if after > centre or (after and tokens[j - 1] != tokens[centre - after]):
+                break  # longer than its mirror, or not mirrored
+            legal[j, END_ID if after == centre else tokens[centre - after - 1]] = True
         return legal
     # The stack's top after each prefix that a string continues (-1: empty),
     # then every row's legal symbols at once: a pure Python loop per row
