@@ -365,15 +365,35 @@ def test_probe(probe_row, made, tmp_path, monkeypatch, capsys):
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
+def started_as_from_a_terminal(command):
+    """`command` started with Ctrl-C at its default, as a terminal starts it.
+
+    A suite started in the background (`cmd &` in a script) ignores SIGINT,
+    a child inherits an ignored signal, and Python then leaves it ignored:
+    the child would never see the Ctrl-C. A handler, unlike SIG_IGN, is reset
+    to the default when the child starts its program, so this process holds
+    Python's own handler while it starts the child.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=ENV,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.processes
 def test_probe_ctrl_c_ends_training_in_one_line_and_the_run_resumes(tmp_path):
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "training.train", "tiny_dyck_lstm"]
     command += ["train.epochs=100000", "train.early_stopping_patience=100000"]
     command += ["--run-dir", str(run_dir), "--no-export"]
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    process = started_as_from_a_terminal(command)
     try:
         deadline = time.monotonic() + 240
         metadata = run_dir / runs.BACKUP / METADATA
