@@ -3,7 +3,7 @@
     PYTHONPATH=. python benchmarks/peers.py [--units 8 16 32 64 128 256]
         [--shapes recognizer lm] [--rows xla graph jax torch torch_loop]
         [--cells mlstm mmlstm] [--cell-units 256] [--batches 64] [--epochs 3]
-        [--rounds 2] [--keras-loop] [--save FILE] [--report FILE]
+        [--rounds 2] [--keras-loop] [--one-core] [--save FILE] [--report FILE]
 
 Three shapes, batch 32, random data:
 - `recognizer`: `zoo.recognizer("lstm", vocab_size=6, units=U,
@@ -49,7 +49,11 @@ TensorFlow and torch in one process end in a segmentation fault here), one
 thread each (TensorFlow's intra- and inter-op pools, XLA's CPU runtime
 without Eigen threads, `torch.set_num_threads(1)`), and the rows take turns
 within each of `--rounds` rounds, so load on a shared machine falls on all
-alike. Printed: the best ms/step (wall and CPU) of each row over rounds,
+alike. With `--one-core` each row's process is also held to one CPU core
+(`os.sched_setaffinity`, the first core it may use), so no framework can run
+work beside its step on another core: Keras on JAX otherwise uses 1.15-1.7
+cores' CPU time per wall second here (it dispatches a step asynchronously).
+Printed: the best ms/step (wall and CPU) of each row over rounds,
 the ratio of each row's CPU time to `nn.LSTM`'s and to JAX's, and the load
 average at the start and the end. `--save` writes the results, and
 `--report` prints a saved run's tables again (with the rule as it is now).
@@ -339,6 +343,11 @@ def configurations(args, shape):
 
 def run_row(row, args):
     environment = {**os.environ, **ONE_THREAD}
+    core = min(os.sched_getaffinity(0))
+
+    def hold_to_one_core():  # in the child, before it starts
+        os.sched_setaffinity(0, {core})
+
     environment["KERAS_BACKEND"] = "jax" if row == "jax" else "tensorflow"
     command = [
         sys.executable,
@@ -359,7 +368,12 @@ def run_row(row, args):
         str(args.epochs),
     ]
     done = subprocess.run(
-        command, env=environment, capture_output=True, text=True, check=False
+        command,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=hold_to_one_core if args.one_core else None,
     )
     if done.returncode:
         raise SystemExit(
@@ -387,6 +401,9 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--keras-loop", action="store_true")
+    parser.add_argument(
+        "--one-core", action="store_true", help="hold each row's process to one core"
+    )
     parser.add_argument("--save", help="write every row's results to this JSON file")
     parser.add_argument(
         "--report", help="print the tables of a --save file (the rule as it is now)"
@@ -411,6 +428,7 @@ def main():
     print(
         f"{compile_mode.cpu_name()} ({' '.join(compile_mode.cpu_features())}), "
         f"{os.cpu_count()} cores; load average {load()} at the start"
+        + ("; each row held to one core" if args.one_core else "")
     )
     best = {}  # (row, shape, cell, units) -> {"wall_ms": best, "cpu_ms": best}
     started = time.perf_counter()
