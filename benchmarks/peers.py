@@ -1,7 +1,7 @@
 """The zoo's whole training loop against Keras on JAX and PyTorch, over widths.
 
     PYTHONPATH=. python benchmarks/peers.py [--units 8 16 32 64 128 256]
-        [--shapes recognizer lm] [--rows xla graph jax torch torch_loop]
+        [--shapes recognizer lm] [--rows xla xla_data graph jax torch torch_loop]
         [--cells mlstm mmlstm] [--cell-units 256] [--batches 64] [--epochs 3]
         [--rounds 2] [--keras-loop] [--one-core] [--save FILE] [--report FILE]
 
@@ -20,6 +20,12 @@ the best epoch from the second on, in wall and in CPU seconds):
   steps a call (`steps_per_execution`) that `training.train` would group
   under XLA (`training.core.compile_mode.choose_steps`: 32 for a step with
   `batch x units x length <= CPU_XLA_LIMIT`, else 1);
+- `xla_data`: the `xla` row fed a `tf.data.Dataset` of the same batches,
+  `from_tensor_slices(...).batch(32).repeat()`, with `steps_per_epoch` set:
+  Keras then makes one iterator for the whole `fit`, where with NumPy arrays
+  its TensorFlow trainer builds a `tf.data` pipeline that makes two
+  iterators an epoch and slices each batch in a mapped function
+  (benchmarks/README.md, "What is left at 8-32 units");
 - `graph`: the same with `jit_compile=False`, one step a call;
 - `zoo default`: not run on its own but read from those two: what
   `training.train` uses, `zoo.default_jit_compile(units, batch, length)` and
@@ -81,10 +87,11 @@ def embedding_dim(shape, units):
 
 
 TF_ROWS = ("xla", "graph", "keras_loop")
-ROWS = ("xla", "graph", "jax", "torch", "torch_loop")
+ROWS = ("xla", "xla_data", "graph", "jax", "torch", "torch_loop")
 LABELS = {
     "default": "zoo default",
     "xla": "zoo TF XLA",
+    "xla_data": "zoo XLA tf.data",
     "graph": "zoo TF graph",
     "keras_loop": "Keras TF loop",
     "jax": "Keras on JAX",
@@ -207,15 +214,14 @@ def run_keras(row, shape, cell, units, batches, epochs):
     callback = keras.callbacks.LambdaCallback(
         on_epoch_begin=lambda *_: clock.begin(), on_epoch_end=lambda *_: clock.end()
     )
-    history = model.fit(
-        ids,
-        targets,
-        batch_size=BATCH,
-        epochs=epochs,
-        shuffle=False,
-        verbose=0,
-        callbacks=[callback],
-    )
+    if row == "xla_data":  # one iterator for the whole fit
+        import tensorflow as tf
+
+        dataset = tf.data.Dataset.from_tensor_slices((ids, targets))
+        inputs = {"x": dataset.batch(BATCH).repeat(), "steps_per_epoch": batches}
+    else:
+        inputs = {"x": ids, "y": targets, "batch_size": BATCH, "shuffle": False}
+    history = model.fit(**inputs, epochs=epochs, verbose=0, callbacks=[callback])
     if jit and model.jit_compile is not True:
         raise SystemExit(f"{row}: Keras refused jit_compile=True")
     loss = history.history["loss"][-1]
