@@ -86,7 +86,6 @@ def embedding_dim(shape, units):
     return {"recognizer": 8, "lm": min(units, 32), "wide_lm": units}[shape]
 
 
-TF_ROWS = ("xla", "graph", "keras_loop")
 ROWS = ("xla", "xla_data", "graph", "jax", "torch", "torch_loop")
 LABELS = {
     "default": "zoo default",
