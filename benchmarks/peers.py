@@ -3,7 +3,8 @@
     PYTHONPATH=. python benchmarks/peers.py [--units 8 16 32 64 128 256]
         [--shapes recognizer lm] [--rows xla xla_data graph jax torch torch_loop]
         [--cells mlstm mmlstm] [--cell-units 256] [--batches 64] [--epochs 3]
-        [--rounds 2] [--keras-loop] [--one-core] [--save FILE] [--report FILE]
+        [--rounds 2] [--keras-loop] [--one-core [ROW ...]] [--save FILE]
+        [--report FILE]
 
 Three shapes, batch 32, random data:
 - `recognizer`: `zoo.recognizer("lstm", vocab_size=6, units=U,
@@ -58,7 +59,11 @@ within each of `--rounds` rounds, so load on a shared machine falls on all
 alike. With `--one-core` each row's process is also held to one CPU core
 (`os.sched_setaffinity`, the first core it may use), so no framework can run
 work beside its step on another core: Keras on JAX otherwise uses 1.15-1.7
-cores' CPU time per wall second here (it dispatches a step asynchronously).
+cores' CPU time per wall second here (it dispatches a step asynchronously,
+and at 256 units its XLA runtime runs work of one step on a second core,
+which the one-thread flags do not stop). `--one-core ROW ...` holds only
+the rows named (`--one-core jax`: JAX's process held to the one core that
+the flags give the others' compute).
 Printed: the best ms/step (wall and CPU) of each row over rounds,
 the ratio of each row's CPU time to `nn.LSTM`'s and to JAX's, and the load
 average at the start and the end. `--save` writes the results, and
@@ -378,13 +383,18 @@ def run_row(row, args):
         capture_output=True,
         text=True,
         check=False,
-        preexec_fn=hold_to_one_core if args.one_core else None,
+        preexec_fn=hold_to_one_core if held(row, args) else None,
     )
     if done.returncode:
         raise SystemExit(
             f"row {row} failed ({done.returncode}):\n{done.stderr[-3000:]}"
         )
     return [json.loads(line) for line in done.stdout.splitlines() if line[:1] == "{"]
+
+
+def held(row, args):
+    """Whether `--one-core` holds `row`'s process to one core."""
+    return args.one_core is not None and (not args.one_core or row in args.one_core)
 
 
 def load():
@@ -407,7 +417,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--keras-loop", action="store_true")
     parser.add_argument(
-        "--one-core", action="store_true", help="hold each row's process to one core"
+        "--one-core",
+        nargs="*",
+        choices=ROWS,
+        metavar="ROW",
+        help="hold each row's process (or only the ROWs named) to one core",
     )
     parser.add_argument("--save", help="write every row's results to this JSON file")
     parser.add_argument(
@@ -433,7 +447,8 @@ def main():
     print(
         f"{compile_mode.cpu_name()} ({' '.join(compile_mode.cpu_features())}), "
         f"{os.cpu_count()} cores; load average {load()} at the start"
-        + ("; each row held to one core" if args.one_core else "")
+        + ("; each row held to one core" if args.one_core == [] else "")
+        + (f"; held to one core: {', '.join(args.one_core)}" if args.one_core else "")
     )
     best = {}  # (row, shape, cell, units) -> {"wall_ms": best, "cpu_ms": best}
     started = time.perf_counter()
