@@ -17,6 +17,7 @@ from training.data import (
 )
 from training.data.batching import DataEpoch, curriculum_limits
 from training.tasks import ClosingBracketTask, make_task, recipes
+from training.tasks import task as task_module
 from zoo.cells.dyck_rnn import dyck_rnn_model, set_designed_weights
 
 K, M = 2, 4
@@ -378,16 +379,36 @@ def test_recognition_runs_evaluate_the_hard_splits_at_the_tests_lengths():
     assert metrics["strict"] == 1.0 and metrics["strings"] == len(arrays.labels)
 
 
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_split_is_predicted_batch_by_batch_as_model_predict_predicts_it(jit):
+    # 300 rows: two batches of PREDICT_BATCH (256), the second partial.
+    extra = [f"train.jit_compile={str(jit).lower()}"]
+    task = make_task(tiny_recipe("recognition", extra=extra))
+    keras.utils.set_random_seed(0)
+    model = task.build_model()
+    inputs = np.random.default_rng(0).integers(1, 6, size=(300, 70))
+    predicted = task._predict(model, inputs)
+    assert model.jit_compile is jit
+    whole = model.predict(inputs, batch_size=task_module.PREDICT_BATCH, verbose=0)
+    for key, value in predicted.items():
+        assert value.shape == (300, 70, whole[key].shape[-1])
+        np.testing.assert_allclose(value, whole[key], rtol=1e-6, atol=1e-6)
+
+
 class FixedOutputs:
-    """A stand-in model whose predictions are given (for metric tests)."""
+    """A stand-in model whose predictions of one split are given (for metric
+    tests): each `predict_on_batch` answers the split's next rows."""
 
     jit_compile = False
 
     def __init__(self, outputs):
         self.outputs = outputs
+        self.row = 0
 
-    def predict(self, inputs, **kwargs):
-        return {k: v[: len(inputs), : inputs.shape[1]] for k, v in self.outputs.items()}
+    def predict_on_batch(self, inputs):
+        rows = slice(self.row, self.row + len(inputs))
+        self.row += len(inputs)
+        return {k: v[rows, : inputs.shape[1]] for k, v in self.outputs.items()}
 
 
 def test_strict_on_positives_counts_positive_strings_alone():
@@ -522,17 +543,21 @@ def test_hard_negatives_follow_the_recipe(monkeypatch):
 
 
 class FixedLogits:
-    """A stand-in tagger or classifier whose logits are given."""
+    """A stand-in tagger or classifier whose logits of one split are given;
+    each `predict_on_batch` answers the split's next rows."""
 
     jit_compile = False
 
     def __init__(self, logits):
         self.logits = logits
+        self.row = 0
 
-    def predict(self, inputs, **kwargs):
+    def predict_on_batch(self, inputs):
+        rows = slice(self.row, self.row + len(inputs))
+        self.row += len(inputs)
         if self.logits.ndim == 2:  # a classifier's: no time axis
-            return self.logits[: len(inputs)]
-        return self.logits[: len(inputs), : inputs.shape[1]]
+            return self.logits[rows]
+        return self.logits[rows, : inputs.shape[1]]
 
 
 def test_depth_tagging_is_scored_per_depth_and_per_length():
