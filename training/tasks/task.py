@@ -191,7 +191,7 @@ class Task:
         return dataset.batch(len(columns[0]), drop_remainder=True)  # a static shape
 
     def _predict(self, model, inputs):
-        """`model.predict` on a split's `inputs` `(strings, length)`.
+        """The model's outputs on a split's `inputs` `(strings, length)`.
 
         With XLA (`compile_mode.choose` at the split's length) the inputs are
         padded with padding ids to multiples of `PREDICT_BATCH` rows and
