@@ -3,8 +3,9 @@
     PYTHONPATH=. python benchmarks/deferred_gradient.py [--units 256] [--calls 30]
         [--rounds 5]
 
-A bare LSTM loop (TensorFlow `while`, XLA, one thread; batch 32, length 55,
-input 8) and the gradient of a loss of its outputs, three ways:
+A bare LSTM loop (TensorFlow `while`, XLA, one thread with `peers.py`'s
+settings; batch 32, length 55, input 8) and the gradient of a loss of its
+outputs, three ways:
 - `full`: TensorFlow's own gradient; its backward loop adds each step's
   `h_{t-1}.T @ dz_t` into the kernel's gradient;
 - `deferred`: the kernel's gradient as one product after the loop, as
@@ -22,6 +23,8 @@ relative to the largest entry) and the best ms a call of each over
 import argparse
 import os
 import time
+
+from peers import ONE_THREAD  # benchmarks/ is the script's folder
 
 LENGTH, BATCH, FEATURES = 55, 32, 8
 
@@ -98,9 +101,7 @@ def main():
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    os.environ["XLA_FLAGS"] = (
-        "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-    )
+    os.environ.update(ONE_THREAD)  # before TensorFlow starts
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(1)

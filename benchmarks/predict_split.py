@@ -8,8 +8,9 @@ XLA) predicts a split of ROWS random strings of length 64 (a multiple of
 `training.tasks.task.PREDICT_LENGTH_STEP`, as `Task._predict` pads them)
 in batches of `PREDICT_BATCH` rows, two ways: `model.predict` (a `tf.data`
 pipeline and its iterators each call) and one `predict_on_batch` call a
-batch (what `Task._predict` runs). Prints whether the outputs are equal
-and the best ms a call of each over three rounds, the two in turns.
+batch (`training.tasks.task.predict_in_batches`, what `Task._predict`
+runs). Prints whether the outputs are equal and the best ms a call of each
+over three rounds, the two in turns.
 """
 
 import argparse
@@ -26,7 +27,11 @@ def main():
     import numpy as np
 
     import zoo
-    from training.tasks.task import PREDICT_BATCH, PREDICT_LENGTH_STEP
+    from training.tasks.task import (
+        PREDICT_BATCH,
+        PREDICT_LENGTH_STEP,
+        predict_in_batches,
+    )
 
     model = zoo.recognizer("lstm", vocab_size=6, units=args.units, embedding_dim=8)
     model.compile(jit_compile=True)
@@ -39,11 +44,7 @@ def main():
             return model.predict(inputs, batch_size=PREDICT_BATCH, verbose=0)
 
         def via_batches(inputs=inputs):
-            parts = [
-                model.predict_on_batch(inputs[start : start + PREDICT_BATCH])
-                for start in range(0, len(inputs), PREDICT_BATCH)
-            ]
-            return keras.tree.map_structure(lambda *p: np.concatenate(p), *parts)
+            return predict_in_batches(model, inputs, PREDICT_BATCH)
 
         ways = {"model.predict": via_predict, "predict_on_batch": via_batches}
         results = [keras.tree.flatten(way()) for way in ways.values()]

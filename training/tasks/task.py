@@ -224,18 +224,27 @@ class Task:
             padded[:rows, :length] = inputs
             inputs = padded
         if self.recipe.train.distribute == "none" and rows:
-            batches = [
-                model.predict_on_batch(inputs[start : start + PREDICT_BATCH])
-                for start in range(0, len(inputs), PREDICT_BATCH)
-            ]
-            outputs = keras.tree.map_structure(
-                lambda *parts: np.concatenate(parts), *batches
-            )
+            outputs = predict_in_batches(model, inputs, PREDICT_BATCH)
         else:
             outputs = model.predict(inputs, batch_size=PREDICT_BATCH, verbose=0)
         return keras.tree.map_structure(
             lambda x: x[:rows, :length] if x.ndim == 3 else x[:rows], outputs
         )
+
+
+def predict_in_batches(model, inputs, batch_size):
+    """`model`'s outputs on `inputs` (at least one row), one
+    `predict_on_batch` call for each `batch_size` rows, concatenated.
+
+    The compiled predict step `model.predict` runs, without the `tf.data`
+    pipeline and iterators `model.predict` builds on every call; not under a
+    `tf.distribute` strategy, whose replicas would each predict every row.
+    """
+    batches = [
+        model.predict_on_batch(inputs[start : start + batch_size])
+        for start in range(0, len(inputs), batch_size)
+    ]
+    return keras.tree.map_structure(lambda *parts: np.concatenate(parts), *batches)
 
 
 @contextlib.contextmanager
