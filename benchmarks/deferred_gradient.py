@@ -4,18 +4,21 @@
         [--rounds 5]
 
 A bare LSTM loop (TensorFlow `while`, XLA, one thread with `peers.py`'s
-settings; batch 32, length 55, input 8) and the gradient of a loss of its
-outputs, three ways:
+settings; batch 32, length 55, input 8; outputs pushed onto tensor lists as
+the zoo's loop pushes them) and the gradient of a loss of its outputs,
+three ways, and the zoo's own loop as a fourth:
 - `full`: TensorFlow's own gradient; its backward loop adds each step's
   `h_{t-1}.T @ dz_t` into the kernel's gradient;
 - `deferred`: the kernel's gradient as one product after the loop, as
   PyTorch's fused LSTM computes it: the loop's pre-activations take a zero
   input `e`, whose gradient is each step's `dz_t`, and the kernel's gradient
   is `sum_t h_{t-1}.T @ dz_t` over all steps at once;
-- `no_dr`: no kernel gradient at all, the floor either could reach.
+- `no_dr`: no kernel gradient at all, the floor either could reach;
+- `zoo`: `keras.layers.RNN(keras.layers.LSTMCell(units))` with the zoo's
+  loop (`zoo.tensorflow_loop`), the same weights, `training=True`.
 
-Prints the largest difference of each gradient (deferred against full,
-relative to the largest entry) and the best ms a call of each over
+Prints the largest difference of each gradient (deferred and zoo against
+full, relative to the largest entry) and the best ms a call of each over
 `--rounds` rounds of `--calls` calls, the ways taking turns within a round
 (benchmarks/README.md, "A second host, JAX held to one core").
 """
@@ -31,7 +34,9 @@ LENGTH, BATCH, FEATURES = 55, 32, 8
 
 def lstm_outputs(x, kernel, recurrent, bias, zeros):
     """`(outputs, previous states)`, each `[time, batch, units]`; the
-    pre-activations of step t add `zeros[t]`."""
+    pre-activations of step t add `zeros[t]`. Both are pushed onto tensor
+    lists, as the zoo's loop pushes its outputs (`zoo/tensorflow_loop.py`;
+    a `TensorArray`'s gradient copies the whole buffer a step under XLA)."""
     import tensorflow as tf
 
     units = recurrent.shape[0]
@@ -41,19 +46,35 @@ def lstm_outputs(x, kernel, recurrent, bias, zeros):
         z = projected[t] + tf.matmul(h, recurrent) + zeros[t]
         i, f, g, o = tf.split(z, 4, axis=1)
         c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-        previous = previous.write(t, h)
+        previous = tf.raw_ops.TensorListPushBack(input_handle=previous, tensor=h)
         h = tf.sigmoid(o) * tf.tanh(c)
-        return t + 1, h, c, outputs.write(t, h), previous
+        outputs = tf.raw_ops.TensorListPushBack(input_handle=outputs, tensor=h)
+        return t + 1, h, c, outputs, previous
 
     state = tf.zeros([BATCH, units])
-    lists = [tf.TensorArray(tf.float32, LENGTH) for _ in range(2)]
+    lists = [
+        tf.raw_ops.EmptyTensorList(
+            element_shape=[BATCH, units],
+            max_num_elements=LENGTH,
+            element_dtype=tf.float32,
+        )
+        for _ in range(2)
+    ]
     _, _, _, outputs, previous = tf.while_loop(
         lambda t, *_: t < LENGTH,
         body,
         (0, state, state, *lists),
         maximum_iterations=LENGTH,
     )
-    return outputs.stack(), previous.stack()
+    return [
+        tf.raw_ops.TensorListStack(
+            input_handle=handle,
+            element_dtype=tf.float32,
+            element_shape=[BATCH, units],
+            num_elements=LENGTH,
+        )
+        for handle in (outputs, previous)
+    ]
 
 
 def gradients(x, units):
@@ -92,7 +113,27 @@ def gradients(x, units):
         d_kernel, d_bias = tape.gradient(loss, [kernel, bias])
         return [d_kernel, tf.zeros_like(recurrent), d_bias]
 
-    return {"full": full, "deferred": deferred, "no_dr": no_dr}
+    import keras
+
+    from zoo.tensorflow_loop import tensorflow_loop
+
+    layer = tensorflow_loop(
+        keras.layers.RNN(keras.layers.LSTMCell(units), return_sequences=True)
+    )
+    batch_major = tf.transpose(x, [1, 0, 2])
+    layer(batch_major)
+
+    @tf.function(jit_compile=True)
+    def zoo(kernel, recurrent, bias):
+        for weight, value in zip(
+            layer.cell.trainable_weights, (kernel, recurrent, bias), strict=True
+        ):
+            weight.assign(value)
+        with tf.GradientTape() as tape:
+            loss = loss_of(layer(batch_major, training=True))
+        return tape.gradient(loss, layer.cell.trainable_weights)
+
+    return {"full": full, "deferred": deferred, "no_dr": no_dr, "zoo": zoo}
 
 
 def main():
@@ -114,10 +155,14 @@ def main():
         tf.zeros([4 * args.units]),
     )
     ways = gradients(x, args.units)
-    full, deferred = ways["full"](*weights), ways["deferred"](*weights)
-    for name, a, b in zip(("kernel", "recurrent", "bias"), full, deferred, strict=True):
-        difference = float(tf.reduce_max(tf.abs(a - b)) / tf.reduce_max(tf.abs(a)))
-        print(f"{name}: largest difference {difference:.2e}")
+    full = ways["full"](*weights)
+    for way in ("deferred", "zoo"):
+        other = ways[way](*weights)
+        for name, a, b in zip(
+            ("kernel", "recurrent", "bias"), full, other, strict=True
+        ):
+            difference = float(tf.reduce_max(tf.abs(a - b)) / tf.reduce_max(tf.abs(a)))
+            print(f"{way} {name}: largest difference {difference:.2e}")
     best = dict.fromkeys(ways, float("inf"))
     for _ in range(args.rounds):
         for name, way in ways.items():
