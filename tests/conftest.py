@@ -26,7 +26,13 @@ Python's garbage collector is frozen once the tests are collected: the
 objects TensorFlow, Keras and the test modules made on import live to the
 end, and every full collection would walk them again (Keras Tuner collects
 twice a trial; Keras's `clear_session` once). Full collections then run a
-tenth as often as Python's default (`FULL_COLLECTION_EVERY`).
+tenth as often as Python's default (`FULL_COLLECTION_EVERY`), and what
+outlives one is frozen too, after the test it ran in: the functions
+TensorFlow traced, the fixtures' runs and Keras's caches live on, and
+walking them again made up most of the collector's time (`python -m
+pytest`, idle: 158 s and 263 s CPU against 182 s and 299 s; the
+collector's own time 8 s against 46 s; the largest worker's peak memory
+2.7 GB both ways).
 """
 
 import functools
@@ -90,6 +96,22 @@ def pytest_collection_finish(session):
     gc.freeze()
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
+    gc.callbacks.append(_note_full_collection)
+
+
+_full_collections = []  # one entry for each full collection since the last freeze
+
+
+def _note_full_collection(phase, info):
+    if phase == "stop" and info["generation"] == 2:
+        _full_collections.append(info["collected"])
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """Freezes what outlived a full collection made during the test."""
+    if _full_collections:
+        _full_collections.clear()
+        gc.freeze()
 
 
 @pytest.fixture(autouse=True)
