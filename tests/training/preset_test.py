@@ -49,7 +49,8 @@ def test_every_preset_reproduces_its_card(name, monkeypatch):
 
     if not zoo.preset_card(name)["remeasure"]["fresh_data"]:
         # A language model is re-measured on its corpus's test split.
-        corpus = zoo.presets.PresetLoader(name).config().task.corpus
+        recipe = recipes.from_saved(zoo.presets.PresetLoader(name).config())
+        corpus = recipe.task.corpus
         if not SHARED.is_dir():
             pytest.skip(f"{SHARED} not found: set ZOO_DATA_DIR to the {corpus} corpus")
         monkeypatch.setenv(files.ENV_VAR, str(SHARED))
