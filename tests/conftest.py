@@ -30,9 +30,9 @@ tenth as often as Python's default (`FULL_COLLECTION_EVERY`), and what
 outlives one is frozen too, after the test it ran in: the functions
 TensorFlow traced, the fixtures' runs and Keras's caches live on, and
 walking them again made up most of the collector's time (`python -m
-pytest`, idle: 158 s and 263 s CPU against 182 s and 299 s; the
-collector's own time 8 s against 46 s; the largest worker's peak memory
-2.7 GB both ways).
+pytest`, idle: 157-168 s in four runs against 170-182 s in five; in one
+run each, 263 s CPU against 299 s, the collector's own time 8 s against
+46 s, the largest worker's peak memory 2.7 GB both ways).
 """
 
 import functools
