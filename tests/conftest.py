@@ -29,10 +29,12 @@ twice a trial; Keras's `clear_session` once). Full collections then run a
 tenth as often as Python's default (`FULL_COLLECTION_EVERY`), and what
 outlives one is frozen too, after the test it ran in: the functions
 TensorFlow traced, the fixtures' runs and Keras's caches live on, and
-walking them again made up most of the collector's time (`python -m
-pytest`, idle: 157-168 s in four runs against 170-182 s in five; in one
-run each, 263 s CPU against 299 s, the collector's own time 8 s against
-46 s, the largest worker's peak memory 2.7 GB both ways).
+walking them again made up most of the collector's time. Measured with a
+`gc.callbacks` probe over `python -m pytest`, idle: the collector's own
+time 8 and 26 s in two runs against 25 and 46 s in two without, the
+largest worker's peak memory 2.7 GB both ways. The whole suite's time
+moves more with the host's speed than with this: in turns, 172 and 195 s
+with it against 178 and 193 s without.
 """
 
 import functools
