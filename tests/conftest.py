@@ -101,18 +101,19 @@ def pytest_collection_finish(session):
     gc.callbacks.append(_note_full_collection)
 
 
-_full_collections = []  # one entry for each full collection since the last freeze
+_collected_fully = False  # whether a full collection ran since the last freeze
 
 
 def _note_full_collection(phase, info):
-    if phase == "stop" and info["generation"] == 2:
-        _full_collections.append(info["collected"])
+    global _collected_fully
+    _collected_fully = _collected_fully or info["generation"] == 2
 
 
 def pytest_runtest_teardown(item, nextitem):
     """Freezes what outlived a full collection made during the test."""
-    if _full_collections:
-        _full_collections.clear()
+    global _collected_fully
+    if _collected_fully:
+        _collected_fully = False
         gc.freeze()
 
 
