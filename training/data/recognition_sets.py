@@ -48,6 +48,7 @@ from training.data.languages import (
     prefix_labels,
     vocabulary_size,
 )
+from training.data.pcfg_strings import PcfgStrings
 
 
 def _feasible_lengths(language, min_length, max_length):
@@ -62,39 +63,6 @@ def _feasible_lengths(language, min_length, max_length):
             f"expected a range containing an {kind} length"
         )
     return lengths
-
-
-def _sample_pcfg(rng, n, p, p1, max_length):
-    """One string from eq. 28, or None as soon as it exceeds max_length."""
-    out = []
-    pending = [-1]  # -1 is the non-terminal S; other entries are terminal ids
-    terminals_pending = 0
-    draws = rng.random(64).tolist()
-    index = 0
-    while pending:
-        item = pending.pop()
-        if item >= 0:
-            out.append(item)
-            terminals_pending -= 1
-            continue
-        if index == len(draws):
-            draws = rng.random(64).tolist()
-            index = 0
-        u = draws[index]
-        index += 1
-        if u < p:
-            kind = min(int(u / p * n), n - 1)
-            # S -> open S close: push in reverse order.
-            pending.append(FIRST_BRACKET_ID + n + kind)
-            pending.append(-1)
-            out.append(FIRST_BRACKET_ID + kind)
-            terminals_pending += 1
-            if len(out) + terminals_pending > max_length:
-                return None
-        elif u < p + p1:
-            pending.append(-1)
-            pending.append(-1)
-    return out
 
 
 def _sample_palindrome(rng, lengths):
@@ -131,6 +99,9 @@ def sample_positives(
     strings = []
     attempts = 0
     limit = 10_000 + 5_000 * num
+    if n is not None:
+        draws = PcfgStrings(rng, n, p, p1, min_length, max_length)
+        drawn = iter(draws)
     while len(strings) < num:
         attempts += 1
         if attempts > limit:
@@ -142,12 +113,14 @@ def sample_positives(
         if n is None:
             string = _sample_palindrome(rng, lengths)
         else:
-            string = _sample_pcfg(rng, n, p, p1, max_length)
-            if string is None or len(string) < min_length:
+            string = next(drawn)
+            if string is None:
                 continue
         if tuple(string) in exclude:
             continue
         strings.append(string)
+    if n is not None:
+        draws.settle()
     return strings
 
 

@@ -55,6 +55,58 @@ def test_pcfg_branching():
         assert all(t in (5, 6) for t in s[half:])
 
 
+def one_string_at_a_time(rng, n, p, p1, max_length):
+    """Eq. 28 derived as the grammar reads, 64 uniforms drawn at a time: the
+    sampler's specification (None once the string passes max_length)."""
+    out, pending, draws = [], [-1], []
+    while pending:
+        item = pending.pop()
+        if item >= 0:
+            out.append(item)
+            continue
+        if not draws:
+            draws = rng.random(64).tolist()[::-1]
+        u = draws.pop()
+        if u < p:
+            kind = min(int(u / p * n), n - 1)
+            pending += [3 + n + kind, -1]
+            out.append(3 + kind)
+            if len(out) + sum(item >= 0 for item in pending) > max_length:
+                return None
+        elif u < p + p1:
+            pending += [-1, -1]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("language", "num", "low", "high", "p", "p1"),
+    [
+        ("D2", 300, 1, 55, 0.5, 0.25),
+        ("D3", 60, 56, 102, 0.5, 0.25),
+        ("D6", 20, 103, 160, 0.5, 0.25),
+        ("D3", 200, 1, 10, 0.6, 0.3),  # most derivations pass max_length
+    ],
+)
+def test_positives_are_the_one_string_at_a_time_draws(language, num, low, high, p, p1):
+    # The sampler reads its uniforms ahead; the strings and the generator's
+    # state after are those of drawing 64 at a time as a string needs them.
+    reference, rng = [], np.random.default_rng(3)
+    rng.integers(5)  # a generator holding half of a 64-bit draw
+    expected = np.random.default_rng(3)
+    expected.integers(5)
+    n = languages.bracket_types(language)
+    while len(reference) < num:
+        string = one_string_at_a_time(expected, n, p, p1, high)
+        if string is not None and len(string) >= low:
+            reference.append(string)
+    strings = recognition_sets.sample_positives(
+        language, num, low, high, p=p, p1=p1, seed=rng
+    )
+    assert strings == reference
+    assert rng.bit_generator.state == expected.bit_generator.state
+    assert rng.integers(2**32) == expected.integers(2**32)
+
+
 def test_paper_splits_sizes_lengths_and_no_leak():
     splits = recognition_sets.mali_splits("D2", seed=0)
     expected = {
