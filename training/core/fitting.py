@@ -36,6 +36,16 @@ DATA_ARGUMENTS = (
     "sample_weight",
 )
 
+# The options of the datasets `fit` gives `model.fit`: tf.data's autotuning
+# off. The tasks' pipelines are in-memory arrays with nothing to tune (no
+# AUTOTUNE value, no parallel map), but autotuning gives every iterator
+# threads of its own. Keras leaves some iterators in reference cycles; the
+# garbage collector deletes them at some later allocation, which then waited
+# for those threads, for seconds, with the process idle (in training and in
+# the tests alike). Epochs take as long without it.
+UNTUNED = tf.data.Options()
+UNTUNED.autotune.enabled = False
+
 
 def distribution_strategy(train):
     """The `tf.distribute` strategy of `train.distribute`; build and fit in its scope.
@@ -170,7 +180,8 @@ def fit(
     call of the train function as `steps_per_execution` or else as
     `train.steps_per_execution` chooses (`compile_mode.steps_for_task`). The
     data are `task.train_data()` (with the callbacks they need, such as the
-    epoch-keyed shuffle's) and `task.validation_data()`; with
+    epoch-keyed shuffle's) and `task.validation_data()`, without tf.data's
+    autotuning (`UNTUNED`); with
     `train.max_steps_per_epoch` the task's training data are an endless
     stream and each epoch is that many steps of it, fixed by the epoch's
     number (`training.data.batching.capped_epochs`), so a resumed run reads
@@ -231,6 +242,7 @@ def fit(
         steps_per_execution = compile_mode.steps_for_task(task, jit_compile).used
     compile_mode.configure_determinism(jit_compile)
     train_data, data_callbacks = task.train_data()
+    train_data = train_data.with_options(UNTUNED)
     steps = train.max_steps_per_epoch
     epoch_steps = task.epoch_steps() if steps is None else None
     if steps is not None:  # the task's data are an endless stream
@@ -277,7 +289,7 @@ def fit(
     for backup in backups:  # last, so it saves the others' state of the epoch
         backup.track(callbacks)
     arguments = {
-        "validation_data": task.validation_data(),
+        "validation_data": task.validation_data().with_options(UNTUNED),
         "epochs": fit_kwargs.pop("epochs", train.epochs),
         "shuffle": False,  # the task's dataset shuffles, by epoch
         "verbose": verbose,

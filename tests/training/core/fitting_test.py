@@ -190,3 +190,25 @@ def test_a_callback_stops_a_curriculum_run_between_and_within_fit_calls(last):
     assert history.epoch == list(range(last + 1))
     assert count.iterations == [6, 7, 7][: last + 1]
     assert (count.begun, count.ended) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra"),
+    [("dyck", ["train.max_steps_per_epoch=2"]), ("recognition", CURRICULUM)],
+    ids=["capped", "curriculum"],
+)
+def test_the_data_model_fit_reads_are_not_autotuned(monkeypatch, kind, extra):
+    # tf.data's autotuning gives each iterator a thread of its own, which
+    # deleting the iterator waits for (fitting.UNTUNED).
+    seen = []
+    original = keras.Model.fit
+
+    def recording(model, x, *args, validation_data=None, **kwargs):
+        for data in (x, validation_data):
+            seen.append(data.options().autotune.enabled)
+        return original(model, x, *args, validation_data=validation_data, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recording)
+    task = make_task(tiny_recipe(kind, extra=[*extra, "train.epochs=2"]))
+    fitting.fit(task.build_model(), task)
+    assert seen and set(seen) == {False}
