@@ -8,6 +8,7 @@ scope and float16 loss scaling belong here; the precision policy is applied
 where models are built (`training.tasks.task.Task.build_model`).
 """
 
+import itertools
 import json
 import os
 
@@ -100,7 +101,11 @@ def is_chief(train):
 
 
 def make_optimizer(train, steps_per_epoch):
-    """Adam with the recipe's clipping and learning rate (or linear decay).
+    """Adam or SGD with the recipe's clipping and learning-rate schedule.
+
+    Schedules: constant; linear decay to `train.final_learning_rate`
+    (Krause et al. 2016); or times `train.lr_decay` after each epoch past
+    `train.lr_decay_start` (Zaremba et al. 2014), both counted in steps.
 
     Clipping: `train.clipvalue`, when set, clips every gradient element to
     [-clipvalue, clipvalue] (Mali et al.'s "hard-clipped to a maximum
@@ -113,21 +118,41 @@ def make_optimizer(train, steps_per_epoch):
             `train.final_learning_rate` (Krause et al. 2016) spreads over.
     """
     learning_rate = train.learning_rate
+    ends = epoch_ends(train.epochs, steps_per_epoch)
     if train.final_learning_rate is not None:
-        if isinstance(steps_per_epoch, int):
-            total = train.epochs * steps_per_epoch
-        else:
-            epochs = range(train.epochs)
-            total = sum(steps_of(steps_per_epoch, epoch) for epoch in epochs)
         learning_rate = keras.optimizers.schedules.PolynomialDecay(
             learning_rate,
-            decay_steps=max(1, total),
+            decay_steps=max(1, ends[-1]),
             end_learning_rate=train.final_learning_rate,
             power=1.0,
         )
-    if train.clipvalue is not None:
-        return keras.optimizers.Adam(learning_rate, clipvalue=train.clipvalue)
-    return keras.optimizers.Adam(learning_rate, global_clipnorm=train.clipnorm)
+    elif train.lr_decay is not None and train.epochs > 1:
+        # Keras's boundaries are the last step at each value (step <= it).
+        learning_rate = keras.optimizers.schedules.PiecewiseConstantDecay(
+            [end - 1 for end in ends[:-1]],
+            [
+                learning_rate
+                * train.lr_decay ** max(epoch + 1 - train.lr_decay_start, 0)
+                for epoch in range(train.epochs)
+            ],
+        )
+    clip = (
+        {"clipvalue": train.clipvalue}
+        if train.clipvalue is not None
+        else {"global_clipnorm": train.clipnorm}
+    )
+    if train.optimizer == "sgd":
+        return keras.optimizers.SGD(learning_rate, **clip)
+    return keras.optimizers.Adam(learning_rate, **clip)
+
+
+def epoch_ends(epochs, steps_per_epoch):
+    """The optimizer step each of `epochs` epochs ends at (`make_optimizer`)."""
+    if isinstance(steps_per_epoch, int):
+        steps = [steps_per_epoch] * epochs
+    else:
+        steps = [steps_of(steps_per_epoch, epoch) for epoch in range(epochs)]
+    return list(itertools.accumulate(steps))
 
 
 def steps_of(epoch_steps, epoch):

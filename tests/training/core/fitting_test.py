@@ -26,6 +26,34 @@ def test_optimizer_decays_linearly_to_the_final_learning_rate():
         assert config["config"]["decay_steps"] == total
 
 
+def test_sgd_holds_the_rate_then_multiplies_it_each_epoch():
+    # Zaremba et al. 2014: learning rate 1 for 4 epochs, then halved each epoch.
+    overrides = [
+        "train.optimizer=sgd",
+        "train.learning_rate=1.0",
+        "train.lr_decay=0.5",
+        "train.lr_decay_start=4",
+        "train.epochs=7",
+        "train.reduce_lr_patience=null",
+    ]
+    train = tiny_recipe("dyck", extra=overrides).train
+    optimizer = fitting.make_optimizer(train, steps_per_epoch=3)
+    assert isinstance(optimizer, keras.optimizers.SGD)
+    assert optimizer.global_clipnorm == train.clipnorm
+    # the rate of the step with that index (the first step's index is 0)
+    config = optimizer.get_config()["learning_rate"]
+    schedule = keras.optimizers.schedules.deserialize(config)
+    rates = [float(schedule(step)) for step in range(21)]
+    epochs = [1] * 12 + [0.5] * 3 + [0.25] * 3 + [0.125] * 3
+    np.testing.assert_allclose(rates, epochs)
+
+
+def test_two_schedules_are_refused():
+    overrides = ["train.lr_decay=0.5", "train.final_learning_rate=0.0001"]
+    with pytest.raises(ValueError, match="both set; expected one learning-rate"):
+        tiny_recipe("dyck", extra=overrides)
+
+
 def test_clipvalue_clips_each_element_and_replaces_the_norm_clip():
     train = tiny_recipe("recognition", extra=["train.clipvalue=15"]).train
     optimizer = fitting.make_optimizer(train, steps_per_epoch=3)

@@ -20,6 +20,9 @@ DISTRIBUTE = ("none", "mirrored", "multi_worker")
 # `train.precision`: the Keras dtype policy the models are built under (float32
 # weights in every case; "mixed_*" computes in bfloat16 or float16).
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# `train.optimizer`: Adam, or plain SGD (Zaremba et al. 2014's small and
+# medium PTB models: learning rate 1, halved every epoch after the fourth).
+OPTIMIZERS = ("adam", "sgd")
 # The options only some task kinds train with, and what each does; a kind
 # names those it takes (`TaskOptions.train_options`), and the others keep
 # the default (a recipe.json leaves them out).
@@ -56,6 +59,11 @@ class TrainOptions:
     learning_rate: float = option(1e-3, low=0, low_open=True)
     # linear decay to this value (mLSTM paper)
     final_learning_rate: float | None = option(None, low=0, low_open=True)
+    optimizer: str = option("adam", choices=OPTIMIZERS)
+    # the learning rate times this factor after every epoch past
+    # `lr_decay_start` epochs (Zaremba et al. 2014: 0.5 after 4)
+    lr_decay: float | None = option(None, low=0, high=1, low_open=True)
+    lr_decay_start: int = option(0, low=0)
     clipnorm: float = option(1.0, low=0, low_open=True)
     # element-wise gradient clipping; replaces clipnorm
     clipvalue: float | None = option(None, low=0, low_open=True)
@@ -116,11 +124,14 @@ class TrainOptions:
                 f"'second_order_lstm', received {self.eval_temperature!r} with "
                 f"{cell!r}."
             )
-        if self.reduce_lr_patience is not None and (
-            self.final_learning_rate is not None
-        ):
+        schedules = [
+            key
+            for key in ("reduce_lr_patience", "final_learning_rate", "lr_decay")
+            if getattr(self, key) is not None
+        ]
+        if len(schedules) > 1:
             raise RecipeError(
-                "train.reduce_lr_patience and train.final_learning_rate both set; "
+                f"train.{schedules[0]} and train.{schedules[1]} both set; "
                 "expected one learning-rate schedule."
             )
 
