@@ -158,7 +158,10 @@ def test_every_built_in_card_is_metadata_beside_the_files_it_describes(name):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"recipe": {}}, "the file has unknown key 'recipe'; expected: cell, "),
+        (
+            {"recipe": {}},
+            "the file has unknown key 'recipe'; expected: baseline, cell, ",
+        ),
         ({"metrics": {}}, "the file has unknown key 'metrics'"),
         ({"command": None, "remeasure": None}, "remeasure must be an object"),
         ({"versions": {"keras": 3}}, "versions.keras must be a string"),
@@ -277,3 +280,22 @@ def test_refusals_write_nothing(dyck_run, tmp_path, capsys):
         assert exit_.value.code == 2 and message in error and error.count("\n") == 1
     assert not (tmp_path / "p").exists()
     assert [p.name for p in (tmp_path / "taken").iterdir()] == ["notes.txt"]
+
+
+def test_a_language_model_card_shows_its_trigram_baseline(tmp_path):
+    from tests.training.tiny import train_text_run
+    from training.data import ngram_baseline
+    from training.tasks import make_task
+
+    run_dir = train_text_run(tmp_path)
+    card = preset_builder.save_preset(run_dir, tmp_path / "preset")
+    file_schema.check(card, file_schema.CARD, tmp_path / "card.json")
+    run = runs.load_run(run_dir)
+    task = make_task(run.recipe, vocabulary=run.task.vocabulary)
+    assert card["baseline"] == ngram_baseline.ngram_baseline(task, order=3)
+    assert card["baseline"]["order"] == 3
+    assert card["baseline"]["test"]["tokens"] == len(task.encoded["test"].ids) - 1
+    readme = (tmp_path / "preset" / "README.md").read_text()
+    bits = card["baseline"]["test"]["bits_per_token"]
+    assert "Trivial baseline on the same split: 3-gram" in readme
+    assert f"test.bits_per_token {bits:.4f} against" in readme

@@ -455,6 +455,17 @@ CARD = Table(
         ),
         "size_bytes": Number(0, integer=True),
         "remeasure": REMEASURE,
+        # what a rule scores on the same splits (`Task.trivial_baseline`)
+        "baseline": Table(
+            {
+                "name": Text(),
+                "order": Number(1, integer=True),
+                "k": Number(0, low_open=True),
+                "valid": Table(others=Number()),
+                "test": Table(others=Number()),
+            },
+            required=("name", "test"),
+        ),
         "versions": Table(others=Text()),
     },
     required=(

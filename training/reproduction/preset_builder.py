@@ -299,6 +299,9 @@ def save_preset(
             "remeasure": plan,
             "versions": {"keras": keras.__version__, "tensorflow": tf.__version__},
         }
+        baseline = run.task.trivial_baseline()
+        if baseline is not None:
+            card["baseline"] = baseline
         runs.write_json(partial / zoo.presets.preset_loader.CARD, card)
         readme = model_card(card, recipe, metrics)
         (partial / zoo.presets.preset_loader.README).write_text(readme)
@@ -380,6 +383,14 @@ def model_card(card, recipe, metrics):
         lines.append(
             f"- Table: `{table['name']}` ({table['title']}), row `{table['row']}`; "
             f"the paper's numbers: {paper or 'none'}"
+        )
+    split, key = card["remeasure"]["metric"].split(".", 1)
+    if key in card.get("baseline", {}).get(split, {}):
+        baseline = card["baseline"]
+        lines.append(
+            f"- Trivial baseline on the same split: {baseline['name']}, "
+            f"k = {baseline['k']:g}: {split}.{key} {baseline[split][key]:.4f} "
+            f"against this model's {card['remeasure']['value']:.4f}"
         )
     lines += ["", "## Metrics as measured after training", ""]
     lines += ["| split | metric | value |", "|---|---|---|"]

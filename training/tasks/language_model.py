@@ -12,7 +12,7 @@ from training.core.callbacks import ResetStatesEachEpoch
 from training.core.config.model_arguments import LanguageModelArguments
 from training.core.config.option_fields import RecipeError, option
 from training.core.config.task_options import TaskOptions
-from training.data import batching, conventions, corpora, tokenize
+from training.data import batching, conventions, corpora, ngram_baseline, tokenize
 from training.tasks.task import Task
 
 EVAL_ROWS = 10  # a language model is evaluated on this many contiguous rows
@@ -210,6 +210,11 @@ class LanguageModelTask(Task):
             "out_of_vocabulary": self.encoded[split].num_oov,
         }
         return metrics | self._word_metrics(split, metrics["bits_per_token"])
+
+    def trivial_baseline(self):
+        """The add-k trigram of the training split, k chosen on the valid
+        split (`training.data.ngram_baseline`)."""
+        return ngram_baseline.ngram_baseline(self, order=3)
 
     def _word_metrics(self, split, bits_per_symbol):
         """`words` and `word_perplexity` of a byte or character model on a

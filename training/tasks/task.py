@@ -148,6 +148,15 @@ class Task:
         """
         return None
 
+    def trivial_baseline(self):
+        """What a rule without learning scores on this task's splits, or None.
+
+        A preset's card shows it beside the preset's own score
+        (`training.reproduction.preset_builder.save_preset`): a language
+        model's is an add-k n-gram's. None by default.
+        """
+        return None
+
     def validation_callbacks(self):
         """Callbacks that log validation metrics per epoch (`EpochMetrics`).
 
