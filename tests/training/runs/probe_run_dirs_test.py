@@ -342,7 +342,7 @@ def syntax_of_a_preset_without_out_makes_no_such_folder(probe):
     pair = {"sentence_good": "the cat sat.", "sentence_bad": "the cat sat sat."}
     suite.write_text(json.dumps(pair) + "\n")
     probe.monkeypatch.chdir(probe.tmp)
-    argv = ["preset:lstm_ptb_char", "--suite", str(suite)]
+    argv = ["preset:mlstm_ptb_char", "--suite", str(suite)]
     line = one_line_exit(probe.capsys, lambda: syntax.main(argv))
     assert "is a preset, which is read-only; expected --out DIR" in line
     assert [path.name for path in probe.tmp.iterdir()] == ["suite.jsonl"]
