@@ -1,7 +1,7 @@
 """The zoo's TensorFlow loop and grouped steps against Keras's own: same losses.
 
     PYTHONPATH=. python benchmarks/same_losses.py [--epochs 3]
-        [--runs dyck2_lstm:paper recognition_d2_diffstk_rnn:small]
+        [--runs dyck2_lstm:paper recognition_d2_diffstk_rnn_paper:small]
         [--tolerance 1e-6] [override ...]
 
 Trains each recipe (`name:scale`) twice with `training.runs.runs.train_run`, from
@@ -75,7 +75,7 @@ def main():
     parser.add_argument(
         "--runs",
         nargs="+",
-        default=["dyck2_lstm:paper", "recognition_d2_diffstk_rnn:small"],
+        default=["dyck2_lstm:paper", "recognition_d2_diffstk_rnn_paper:small"],
     )
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--tolerance", type=float, default=1e-6)

@@ -9,7 +9,7 @@ registered cell, at each `--units`, on two shapes taken from the recipes at
 paper scale (their batch size and padded training length, generated here):
 
 - `dyck`: `dyck2_lstm`'s next-token language model on Dyck-(2, 4);
-- `d2`: `recognition_d2_diffstk_rnn`'s recognizer with the hybrid loss on D2,
+- `d2`: `recognition_d2_diffstk_rnn_paper`'s recognizer with the hybrid loss on D2,
 
 the model is compiled with `jit_compile=False` and `True` in one process and
 trained with `train_on_batch` on that recipe's real batches; after a warm-up
@@ -46,7 +46,7 @@ from training.core import compile_mode
 from training.tasks import recipes
 from zoo.devices import gpu_visible
 
-SHAPES = {"dyck": "dyck2_lstm", "d2": "recognition_d2_diffstk_rnn"}
+SHAPES = {"dyck": "dyck2_lstm", "d2": "recognition_d2_diffstk_rnn_paper"}
 SHAPE_FILE = "{}.pkl"
 MODEL_FILE = "{}-{}-{}.keras"
 

@@ -174,11 +174,13 @@ def _differing(saved, settings):
 
 def _same_recipe(saved, recipe):
     """Whether a saved search's recipe is `recipe` (`Recipe.to_dict()`): one
-    from before typed recipes holds every key of every kind."""
+    from before typed recipes holds every key of every kind; the recipe
+    file's name aside (`Recipe.run_identity`)."""
     from training.tasks import recipes
 
     try:
-        return recipes.from_saved(saved).to_dict() == recipe
+        identity = recipes.from_saved(saved).run_identity()
+        return identity == recipes.from_saved(recipe).run_identity()
     except (ValueError, KeyError, TypeError, AttributeError):  # not a recipe
         return False
 

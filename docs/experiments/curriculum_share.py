@@ -3,7 +3,7 @@
     ZOO_DATA_DIR=../shared/data \
         python docs/experiments/curriculum_share.py [EPOCHS [SEED]]
 
-For the paper-scale D2 recipe (`recognition_d2_diffstk_rnn --scale paper`)
+For the paper-scale D2 recipe (`recognition_d2_diffstk_rnn_paper --scale paper`)
 with `train.curriculum=true` and `train.seed=SEED` (default 0): the
 per-epoch length limits (`training.data.batching.curriculum_limits`), and
 the share of string presentations and of symbols that EPOCHS epochs of
@@ -24,7 +24,7 @@ from training.tasks import make_task, recipes
 epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 recipe = recipes.resolve(
-    "recognition_d2_diffstk_rnn",
+    "recognition_d2_diffstk_rnn_paper",
     "paper",
     [f"train.epochs={epochs}", "train.curriculum=true", f"train.seed={seed}"],
 )

@@ -36,8 +36,8 @@ from training.data.dyck_strings import FIRST_BRACKET_ID
 from training.tasks import make_task, recipes
 
 RECIPES = {
-    "D2": "recognition_d2_diffstk_rnn",
-    "palindrome": "recognition_palindrome_diffstk_rnn",
+    "D2": "recognition_d2_diffstk_rnn_paper",
+    "palindrome": "recognition_palindrome_diffstk_rnn_paper",
 }
 MARKER = languages.PALINDROME_MARKER
 

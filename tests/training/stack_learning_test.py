@@ -11,7 +11,7 @@ from training.core import fitting
 from training.data.dyck_strings import FIRST_BRACKET_ID
 from training.tasks import make_task, recipes
 
-# The shipped D2 recipe on a fifth of the small scale's data: 312 strings.
+# The paper's D2 recipe on a fifth of the small scale's data: 312 strings.
 SMALL_D2 = [
     "task.split_scale=0.05",
     "train.batch_size=8",
@@ -22,7 +22,7 @@ SMALL_D2 = [
 
 def d2_task(*overrides):
     recipe = recipes.resolve(
-        "recognition_d2_diffstk_rnn", "small", [*SMALL_D2, *overrides]
+        "recognition_d2_diffstk_rnn_paper", "small", [*SMALL_D2, *overrides]
     )
     return make_task(recipe)
 

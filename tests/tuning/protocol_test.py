@@ -45,8 +45,8 @@ def test_the_palindrome_protocol_is_the_d2_search_on_palindromes():
         )
         for name in ("stack_d2", "stack_palindrome")
     )
-    assert palindrome.pop("recipe") == "recognition_palindrome_diffstk_rnn"
-    assert d2.pop("recipe") == "recognition_d2_diffstk_rnn"
+    assert palindrome.pop("recipe") == "recognition_palindrome_diffstk_rnn_paper"
+    assert d2.pop("recipe") == "recognition_d2_diffstk_rnn_paper"
     assert palindrome.pop("record") == "results/tuning/stack_palindrome/diffstk_lstm"
     assert palindrome.pop("directory") == "runs/tuning/stack_palindrome"
     d2.pop("record"), d2.pop("directory")

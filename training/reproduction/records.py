@@ -169,10 +169,6 @@ def copy_record(source, target, results):
     return _publish(target, files, {**record, "copied_from": origin})
 
 
-def _key(recipe):
-    return json.dumps(recipe.to_dict(), sort_keys=True)
-
-
 def backend_of(metrics):
     """The Keras backend a run's metrics.json says trained it (TensorFlow
     for runs from before it said)."""
@@ -232,11 +228,11 @@ class RecordIndex:
                 if _record_backend(path.parent) != self.backend:
                     continue
                 try:
-                    key = _key(runs.read_recipe(path))
+                    key = runs.read_recipe(path).run_identity()
                 except (runs.RunError, OSError):
                     continue  # a damaged record is refused where it is used
                 self._paths.setdefault(key, path.parent)
-        return self._paths.get(_key(recipe))
+        return self._paths.get(recipe.run_identity())
 
 
 def _read(folder, name, schema, required=True):
@@ -302,7 +298,7 @@ def read_record(folder, run, results, quantities=()):
     timing = _read(folder, TIMING, file_schema.TIMING, required=False) or {}
     record = _read(folder, RECORD, file_schema.RECORD)
     host = _read(folder, HOST, file_schema.HOST, required=False)
-    if recipe != run.recipe:
+    if recipe.run_identity() != run.recipe.run_identity():
         raise table_schema.TableError(
             f"Record {str(folder)!r} holds a different recipe than row "
             f"{run.row.name!r} now asks for; expected another --results, or move "

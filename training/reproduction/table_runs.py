@@ -61,7 +61,8 @@ def run_key(run):
 def same_recipe(run):
     """Whether the run directory holds the recipe the run asks for."""
     try:
-        return runs.read_recipe(run.run_dir / runs.RECIPE) == run.recipe
+        saved = runs.read_recipe(run.run_dir / runs.RECIPE)
+        return saved.run_identity() == run.recipe.run_identity()
     except (runs.RunError, OSError, AttributeError, TypeError):
         return False
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import keras
 import pytest
 
+from training.core import recipe_files
 from training.core.config import option_fields
 from training.core.config.train_options import TrainOptions
 from training.data.tokenize import Vocabulary
@@ -38,7 +39,9 @@ def test_the_kinds_are_the_task_registry():
 
 def test_options_override_merges_or_replaces():
     merged = recipes.resolve(
-        "recognition_d2_diffstk_rnn", "paper", ["model.options.noise_stddev=0.1"]
+        "recognition_d2_diffstk_rnn_paper",
+        "paper",
+        ["model.options.noise_stddev=0.1"],
     )
     assert merged.model.options == {
         "stack_depth": 64,
@@ -50,13 +53,38 @@ def test_options_override_merges_or_replaces():
         "recognition_d2_diffstk_rnn", "small", ["model.cell=lstm", "model.options={}"]
     )
     assert replaced.model.options == {}
-    small = recipes.resolve("recognition_d2_diffstk_rnn", "small", ["train.seed=1"])
+    small = recipes.resolve(
+        "recognition_d2_diffstk_rnn",
+        "small",
+        ["model.options.noise_stddev=0", "train.seed=1"],
+    )
     assert small.model.options == {
         "stack_depth": 64,
         "stack_width": 5,
-        "read_depth": 1,
+        "read_depth": 3,
+        "noise_stddev": 0,
+        "carry_forward": "soft",
     }
     assert small.train.seed == 1
+
+
+def test_a_renamed_recipe_file_names_the_same_runs(tmp_path):
+    # The paper's recipes moved to `_paper` names with their words unchanged:
+    # their records are matched by words and settings, not the file's name.
+    paper = recipes.resolve("recognition_d2_diffstk_rnn_paper", "paper")
+    source = recipe_files.RECIPE_DIR / f"{paper.name}.toml"
+    renamed_file = tmp_path / "recognition_d2_diffstk_rnn.toml"
+    renamed_file.write_text(source.read_text())
+    renamed = recipes.resolve(str(renamed_file), "paper")
+    assert renamed.name != paper.name and renamed != paper
+    assert renamed.run_identity() == paper.run_identity()
+    for other in (
+        paper.with_values({"train.seed": 1}),
+        paper.with_values({"description": "another experiment"}),
+        recipes.resolve("recognition_d2_diffstk_rnn_paper", "small"),
+        recipes.resolve("recognition_d2_diffstk_rnn", "paper"),
+    ):
+        assert other.run_identity() != paper.run_identity()
 
 
 def test_small_scale_overrides_the_paper_scale():
@@ -301,7 +329,8 @@ def test_every_committed_recipe_json_reads_to_the_values_it_holds():
 
 def test_every_record_is_the_recipe_its_table_row_resolves_to():
     # What `python -m training.reproduce` finds a record by: the record's
-    # recipe.json read back equals the row's recipe at the record's seed.
+    # recipe.json read back is the row's recipe at the record's seed, the
+    # recipe file's name aside (the paper's recipes were renamed `_paper`).
     checked = 0
     for name in table_schema.available_tables():
         table = table_schema.load_table(name)
@@ -309,7 +338,8 @@ def test_every_record_is_the_recipe_its_table_row_resolves_to():
             for path in sorted((ROOT / "results" / name / row.name).glob("seed-*")):
                 seed = int(path.name.removeprefix("seed-"))
                 run = table_schema.make_run(table, row, seed, "unused")
-                assert runs.read_recipe(path / "recipe.json") == run.recipe, path
+                saved = runs.read_recipe(path / "recipe.json")
+                assert saved.run_identity() == run.recipe.run_identity(), path
                 checked += 1
     assert checked > 600
 

@@ -69,6 +69,19 @@ class Recipe:
             "scale": self.scale,
         }
 
+    def run_identity(self):
+        """What tells runs of recipes apart: `to_dict()` without the name.
+
+        The name is the recipe file's stem, not what trains: a recipe file
+        renamed (`recognition_d2_diffstk_rnn` became
+        `recognition_d2_diffstk_rnn_paper` when the tuned settings took its
+        name) still names the runs, records and table rows it trained. Every
+        word, setting and the scale must match.
+        """
+        identity = self.to_dict()
+        del identity["name"]
+        return json.dumps(identity, sort_keys=True)
+
     def tables(self):
         """`to_dict()` without the name and scale: what a recipe file sets."""
         tables = self.to_dict()
