@@ -219,7 +219,7 @@ def set_hand_built_weights(model, language):
     Args:
         model: a recognizer of `zoo.recognizer` with a `stack_rnn` or
             `diffstk_rnn` cell of at least the circuit's units (8 for
-            palindromes, 7 for D2; more stay silent), stack elements of at
+            palindromes, 7 for D2; the others are left unread), stack elements of at
             least as many entries as the circuit pushes (2 and 3) and an
             embedding at least as wide as the vocabulary (6 and 7).
         language: `"palindrome"` or `"D2"`.
