@@ -35,6 +35,10 @@ HARD_SPLITS = {"hard": "test", "hard_long": "long_160"}
 # The hard splits' streams are SeedSequence(seed, spawn_key=(HARD_STREAM + i,)),
 # apart from the paper splits' (`mali_splits` spawns keys 0-5).
 HARD_STREAM = 41_000
+# `task.negatives`: the paper's negatives in train and valid, or one-edit ones.
+NEGATIVES = ("paper", "one_edit")
+# The stream of `one_edit_training`'s draws, apart from the others.
+TRAINING_STREAM = 42_000
 
 
 def one_edit(string, edit, rng, symbols):
@@ -73,6 +77,20 @@ def one_edit(string, edit, rng, symbols):
     return string
 
 
+def _shuffled(positives, negatives, min_length, max_length, rng):
+    """A `RecognitionSplit` of `positives` and one-edit `negatives`, shuffled."""
+    strings = positives + negatives
+    labels = np.r_[np.ones(len(positives)), np.zeros(len(negatives))].astype(np.int32)
+    order = rng.permutation(len(strings))
+    return RecognitionSplit(
+        strings=[strings[i] for i in order],
+        labels=labels[order],
+        is_hard=labels[order] == 0,
+        min_length=min_length,
+        max_length=max_length,
+    )
+
+
 def hard_split(language, size, min_length, max_length, *, p=0.5, p1=0.25, seed=0):
     """A balanced split of `size` strings whose negatives are one edit away.
 
@@ -94,10 +112,25 @@ def hard_split(language, size, min_length, max_length, *, p=0.5, p1=0.25, seed=0
     positives = sample_positives(
         language, size // 2, min_length, max_length, p=p, p1=p1, seed=rng
     )
+    negatives = one_edit_negatives(
+        language, positives, size - size // 2, min_length, max_length, rng
+    )
+    return _shuffled(positives, negatives, min_length, max_length, rng)
+
+
+def one_edit_negatives(
+    language, positives, wanted, min_length, max_length, rng, exclude=()
+):
+    """`wanted` distinct negatives, each one edit from one of `positives`.
+
+    The edit's kind is drawn uniformly from `EDITS` for each try; a string
+    is kept when the exact recogniser rejects it, its length is in
+    `[min_length, max_length]` and it is neither a positive nor in
+    `exclude` (tuples). A one-line `ValueError` when too few are found.
+    """
     symbols = alphabet(language)
-    seen = {tuple(string) for string in positives}
+    seen = {tuple(string) for string in positives} | set(exclude)
     negatives = []
-    wanted = size - size // 2
     limit, tries = 10_000 + 1_000 * wanted, 0
     while len(negatives) < wanted:
         tries += 1
@@ -118,16 +151,28 @@ def hard_split(language, size, min_length, max_length, *, p=0.5, p1=0.25, seed=0
             continue
         seen.add(tuple(string))
         negatives.append(string)
-    strings = positives + negatives
-    labels = np.r_[np.ones(len(positives)), np.zeros(len(negatives))].astype(np.int32)
-    order = rng.permutation(len(strings))
-    return RecognitionSplit(
-        strings=[strings[i] for i in order],
-        labels=labels[order],
-        is_hard=labels[order] == 0,
-        min_length=min_length,
-        max_length=max_length,
+    return negatives
+
+
+def with_one_edit_negatives(split, language, rng, exclude=()):
+    """`split` with its negatives replaced by one-edit negatives of its positives.
+
+    The same positives, as many negatives as before, each one edit from a
+    positive of the split (`one_edit_negatives`), none in `exclude`; the
+    order shuffled by `rng`. For training on the hard tests' kind of
+    negative (`task.negatives = "one_edit"`).
+    """
+    positives = [s for s, y in zip(split.strings, split.labels, strict=True) if y]
+    negatives = one_edit_negatives(
+        language,
+        positives,
+        len(split) - len(positives),
+        split.min_length,
+        split.max_length,
+        rng,
+        exclude,
     )
+    return _shuffled(positives, negatives, split.min_length, split.max_length, rng)
 
 
 def hard_splits(language, *, seed=0, scale=1.0, p=0.5, p1=0.25):
@@ -147,3 +192,32 @@ def hard_splits(language, *, seed=0, scale=1.0, p=0.5, p1=0.25):
             seed=np.random.default_rng(stream),
         )
     return splits
+
+
+def one_edit_training(splits, language, seed=0):
+    """`splits` with one-edit negatives in "train" and "valid" (`task.negatives`).
+
+    Each keeps its positives and its number of negatives; the new negatives
+    are one edit from the split's own positives (`with_one_edit_negatives`),
+    the training split's in no other split and the validation split's not
+    in the training split. The test splits are unchanged. Drawn from their
+    own stream of `seed` (`TRAINING_STREAM`).
+    """
+    rng = np.random.default_rng(
+        np.random.SeedSequence(seed, spawn_key=(TRAINING_STREAM,))
+    )
+    others = {
+        tuple(string)
+        for name, split in splits.items()
+        if name != "train"
+        for string in split.strings
+    }
+    changed = dict(splits)
+    changed["train"] = with_one_edit_negatives(
+        splits["train"], language, rng, exclude=others
+    )
+    train_set = {tuple(string) for string in changed["train"].strings}
+    changed["valid"] = with_one_edit_negatives(
+        splits["valid"], language, rng, exclude=train_set
+    )
+    return changed

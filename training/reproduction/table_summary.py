@@ -239,6 +239,14 @@ def summarize(table, results, seeds=None, rules=()):
     order = [row.name for row in table.rows]
     recognition = table_baselines.recognition_data(table)
     described = {result["row"]: result["rule"] for result in rules}
+    settings = {result["row"]: result["setting"] for result in rules}
+    settings.update(recognition)
+    bars = {
+        setting: table_baselines.rule_bar(
+            [result for result in rules if result["setting"] == setting]
+        )
+        for setting in set(settings.values())
+    }
     rule_rows = [Row(name, "", "", (), {}, note) for name, note in described.items()]
     for row in [*table.rows, *rule_rows]:
         mine = sorted(
@@ -258,8 +266,8 @@ def summarize(table, results, seeds=None, rules=()):
             ),
             "metrics": {},
             "rule": row.name in described,
-            "learned": table_baselines.learned(mine)
-            if row.name in recognition or row.name in described
+            "learned": table_baselines.learned(mine, bars[settings[row.name]])
+            if row.name in settings
             else None,
         }
         for metric in table.metrics:

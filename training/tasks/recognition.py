@@ -30,8 +30,11 @@ class RecognitionOptions(TaskOptions):
     """Mali et al.'s recognition sets of `language` (Dyck-n or a palindrome).
 
     `split_scale` scales the paper's split sizes; `hard_negatives` says how
-    the hard negatives are made; `step_labels` and `next_symbol_loss` are
-    the targets (see `RecognitionTask`). Trains with a curriculum too
+    the hard negatives are made; `negatives = "one_edit"` replaces the
+    training and validation negatives by negatives one edit from their
+    positives (`one_edit.one_edit_training`; the test splits stay);
+    `step_labels` and `next_symbol_loss` are the targets (see
+    `RecognitionTask`). Trains with a curriculum too
     (`train.curriculum`: short strings first).
     """
 
@@ -44,6 +47,7 @@ class RecognitionOptions(TaskOptions):
     step_labels: str = option("string", choices=STEP_LABELS)
     hard_negatives: str = option("swap", choices=recognition_sets.HARD_NEGATIVES)
     next_symbol_loss: str = option("all", choices=NEXT_SYMBOL_LOSSES)
+    negatives: str = option("paper", choices=one_edit.NEGATIVES)
 
     def check(self, recipe):
         try:
@@ -107,6 +111,8 @@ class RecognitionTask(Task):
         splits.update(
             one_edit.hard_splits(self.language, seed=seed, scale=task.split_scale)
         )
+        if task.negatives == "one_edit":
+            splits = one_edit.one_edit_training(splits, self.language, seed)
         return {
             name: recognition_sets.frame(split, self.language)
             for name, split in splits.items()

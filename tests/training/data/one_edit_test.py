@@ -81,3 +81,29 @@ def test_hard_splits_have_the_paper_tests_lengths_and_sizes(language):
 def test_a_split_too_small_is_one_line():
     with pytest.raises(ValueError, match="split size must be >= 2"):
         one_edit.hard_split("D2", 1, 10, 20)
+
+
+@pytest.mark.parametrize("language", ["palindrome", "D2"])
+def test_one_edit_training_replaces_train_and_valid_negatives_only(language):
+    splits = recognition_sets.mali_splits(language, seed=3, scale=0.05)
+    changed = one_edit.one_edit_training(splits, language, seed=3)
+    for name in ("train", "valid"):
+        before, after = splits[name], changed[name]
+        assert len(after) == len(before)
+        assert after.labels.sum() == before.labels.sum()
+        positives = [s for s, y in zip(after.strings, after.labels, strict=True) if y]
+        assert sorted(positives) == sorted(
+            s for s, y in zip(before.strings, before.labels, strict=True) if y
+        )
+        for string, label in zip(after.strings, after.labels, strict=True):
+            assert after.min_length <= len(string) <= after.max_length
+            if not label:
+                assert not languages.is_member(string, language)
+                assert min(edit_distance(string, p) for p in positives) == 1
+    for name in ("test", "test_mixed", "long_120", "long_160"):
+        assert changed[name] is splits[name]
+    train = {tuple(s) for s in changed["train"].strings}
+    for name in ("valid", "test", "test_mixed", "long_120", "long_160"):
+        assert not train & {tuple(s) for s in changed[name].strings}
+    again = one_edit.one_edit_training(splits, language, seed=3)
+    assert again["train"].strings == changed["train"].strings

@@ -56,16 +56,44 @@ def test_majority_class_answers_the_majority_it_is_given():
         _scores("coin", "D2", *D2)
 
 
-def test_learned_counts_seeds_at_ninety_percent():
+def _result(positives=None, hard=None, mirror=None):
+    test = {"strict_positives": positives, "next_symbol_positives": mirror}
+    test = {key: value for key, value in test.items() if value is not None}
+    found = {"test": test}
+    if hard is not None:
+        found["hard"] = {"strict": hard}
+    return {"metrics": found}
+
+
+def test_learned_asks_ninety_percent_on_positives_and_beating_the_rules():
     results = [
-        {"metrics": {"test": {"strict_positives": value}}}
-        for value in (0.95, 0.899, 1.0)
-    ] + [{"metrics": {"test": {}}}]
-    assert table_baselines.learned(results) == {
-        "learned": 2,
+        _result(0.95, 0.99, 0.96),  # learned
+        _result(0.899, 0.99),  # below 90% on positives
+        _result(1.0, 0.8),  # a rule's: level with the best rule on hard
+        _result(1.0),  # no hard test in its record: not measured
+        _result(),
+    ]
+    assert table_baselines.learned(results, bar=0.8) == {
+        "learned": 1,
         "n": 3,
-        "values": [0.95, 0.899, 1.0, None],
+        "values": [0.95, 0.899, 1.0, 1.0, None],
+        "hard": [0.99, 0.99, 0.8, None, None],
+        "mirror": [0.96, None, None, None, None],
+        "bar": 0.8,
     }
+    assert table_baselines.learned(results, bar=None)["n"] == 0  # no rule known
+
+
+def test_no_rule_passes_learned_the_stack(tmp_path):
+    path = tmp_path / "tiny_recognition.toml"
+    path.write_text(TINY_RECOGNITION)
+    table = table_schema.load_table(str(path))
+    rules = table_baselines.rule_results(table)
+    for language in ("D2", "palindrome"):
+        mine = [r for r in rules if f"({language})" in r["row"]]
+        bar = table_baselines.rule_bar(mine)
+        for rule in mine:
+            assert table_baselines.learned([rule], bar)["learned"] == 0
 
 
 def test_a_recognition_table_gets_rule_rows_per_language(tmp_path):
@@ -87,15 +115,28 @@ def test_a_recognition_table_gets_rule_rows_per_language(tmp_path):
             "row": "lstm",
             "seed": 0,
             "seconds": 1.0,
-            "metrics": {"test": {"strict": 0.4, "strict_positives": 0.92}},
-        }
+            "metrics": {
+                "test": {"strict": 0.4, "strict_positives": 0.92},
+                "hard": {"strict": 0.99},
+            },
+        },
+        {
+            "row": "lstm",
+            "seed": 1,
+            "seconds": 1.0,
+            "metrics": {
+                "test": {"strict": 0.4, "strict_positives": 0.95},
+                "hard": {"strict": counting["hard"]["strict"]},  # a count's
+            },
+        },
     ]
     summary = table_summary.summarize(table, results, rules=rules)
     text = table_summary.markdown(table, summary)
     assert "| rule (D2): counting | – | " in text
-    assert "| lstm | 1 of 1 | 92.0 |" in text  # learned the stack
-    assert "| palindrome_lstm | – | – |" in text  # no record yet
-    assert "| rule (D2): counting | 1 of 1 | 100.0 |" in text
+    hard = f"{100 * counting['hard']['strict']:.1f}"
+    assert f"| lstm | 1 of 2 | 92.0, 95.0 | 99.0, {hard} | –, – |" in text
+    assert "| palindrome_lstm | – | – | – | – |" in text  # no record yet
+    assert f"| rule (D2): counting | 0 of 1 | 100.0 | {hard} |" in text
     assert "the counting rule is right at every step" in text
     assert "Hard tests (`hard`: lengths 56-102" in text
     assert "rule (D2): counting: `python" not in text  # computed, not trained
