@@ -3,7 +3,7 @@
 Not part of the library; the table "What hand-built weights show" of
 docs/stack-training.md comes from it. For each language (palindrome, D2)
 and cell (DiffStk-RNN, StackRNN) it builds the recipe's recognizer
-(`recognition_palindrome_diffstk_rnn` or `recognition_d2_diffstk_rnn` at
+(`recognition_palindrome_diffstk_rnn_paper` or `recognition_d2_diffstk_rnn_paper` at
 the paper's scale, `model.cell` set; 8 units, stack elements of 5 entries,
 one read, depth 64), writes the automaton of
 `training.analysis.hand_built_stack` into it and prints the task's own
@@ -19,8 +19,8 @@ from training.analysis.hand_built_stack import set_hand_built_weights
 from training.tasks import make_task, recipes
 
 RECIPES = {
-    "palindrome": "recognition_palindrome_diffstk_rnn",
-    "D2": "recognition_d2_diffstk_rnn",
+    "palindrome": "recognition_palindrome_diffstk_rnn_paper",
+    "D2": "recognition_d2_diffstk_rnn_paper",
 }
 CELLS = ("diffstk_rnn", "stack_rnn")
 

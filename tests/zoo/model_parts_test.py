@@ -113,10 +113,11 @@ def test_a_loaded_model_has_the_parts_of_the_saved_one(tmp_path):
 
 @pytest.mark.parametrize("name", presets.available())
 def test_every_built_in_preset_has_its_parts(name):
-    model = zoo.from_preset(name).model
+    preset = zoo.from_preset(name)
+    model = preset.model
     parts = zoo.model_parts(model)
     cell = parts.recurrent[0].cell
-    assert len(parts.recurrent) == 1
+    assert len(parts.recurrent) == preset.config["model"]["num_layers"]
     if isinstance(cell, StackCell):  # a recognizer: its stack can be traced
         assert list(parts.heads) == ["accept", "next_symbol"]
         ids = np.array([[1, 3, 4, 4, 3, 2]], "int32")  # no padding

@@ -39,6 +39,7 @@ the entry by less than a tenth).
 
 import numpy as np
 
+import zoo
 from training.data import languages
 from training.data.dyck_strings import END_ID, START_ID
 from zoo.cells.diffstk import DiffStkRNNCell
@@ -177,7 +178,7 @@ CIRCUITS = {"palindrome": palindrome_circuit, "D2": d2_circuit}
 
 
 def _cell(model):
-    cell = model.get_layer("recurrent").cell
+    cell = zoo.model_parts(model).recurrent[0].cell
     if not isinstance(cell, (StackRNNCell, DiffStkRNNCell)):
         raise ValueError(
             "hand-built weights exist for the StackRNN and the DiffStk-RNN; "
@@ -236,7 +237,7 @@ def set_hand_built_weights(model, language):
     diffstk = isinstance(cell, DiffStkRNNCell)
     units = list(circuit["units"])
     vocab = languages.vocabulary_size(language)
-    embedding = model.get_layer("embedding")
+    embedding = zoo.model_parts(model).embedding
     width = cell.stack_width
     pushed = max(circuit["push"]) + 1
     if (

@@ -5,8 +5,8 @@ from training.analysis.hand_built_stack import set_hand_built_weights
 from training.tasks import make_task, recipes
 
 RECIPES = {
-    "palindrome": "recognition_palindrome_diffstk_rnn",
-    "D2": "recognition_d2_diffstk_rnn",
+    "palindrome": "recognition_palindrome_diffstk_rnn_paper",
+    "D2": "recognition_d2_diffstk_rnn_paper",
 }
 # The recipes' stack (64 elements): a palindrome of 160 pushes 79 symbols.
 DEPTH = 64
