@@ -177,8 +177,8 @@ def d2_circuit():
 CIRCUITS = {"palindrome": palindrome_circuit, "D2": d2_circuit}
 
 
-def _cell(model):
-    cell = zoo.model_parts(model).recurrent[0].cell
+def _cell(parts):
+    cell = parts.recurrent[0].cell
     if not isinstance(cell, (StackRNNCell, DiffStkRNNCell)):
         raise ValueError(
             "hand-built weights exist for the StackRNN and the DiffStk-RNN; "
@@ -233,11 +233,12 @@ def set_hand_built_weights(model, language):
             f"language must be one of {', '.join(CIRCUITS)}; received {language!r}."
         )
     circuit = CIRCUITS[language]()
-    cell = _cell(model)
+    parts = zoo.model_parts(model)
+    cell = _cell(parts)
     diffstk = isinstance(cell, DiffStkRNNCell)
     units = list(circuit["units"])
     vocab = languages.vocabulary_size(language)
-    embedding = zoo.model_parts(model).embedding
+    embedding = parts.embedding
     width = cell.stack_width
     pushed = max(circuit["push"]) + 1
     if (
@@ -320,7 +321,7 @@ def set_hand_built_weights(model, language):
     stack.push_kernel.assign(push)
     stack.push_bias.assign(push_bias)
     for head, (weights, biases) in heads.items():
-        layer = model.get_layer(head)
+        layer = parts.heads[head]
         layer.kernel.assign(weights)
         layer.bias.assign(biases)
     return model
