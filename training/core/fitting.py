@@ -126,15 +126,18 @@ def make_optimizer(train, steps_per_epoch):
             end_learning_rate=train.final_learning_rate,
             power=1.0,
         )
-    elif train.lr_decay is not None and train.epochs > 1:
+    elif train.lr_decay is not None:
+        rates = [
+            learning_rate * train.lr_decay ** max(epoch + 1 - train.lr_decay_start, 0)
+            for epoch in range(train.epochs)
+        ]
         # Keras's boundaries are the last step at each value (step <= it).
-        learning_rate = keras.optimizers.schedules.PiecewiseConstantDecay(
-            [end - 1 for end in ends[:-1]],
-            [
-                learning_rate
-                * train.lr_decay ** max(epoch + 1 - train.lr_decay_start, 0)
-                for epoch in range(train.epochs)
-            ],
+        learning_rate = (
+            keras.optimizers.schedules.PiecewiseConstantDecay(
+                [end - 1 for end in ends[:-1]], rates
+            )
+            if len(rates) > 1
+            else rates[0]
         )
     clip = (
         {"clipvalue": train.clipvalue}

@@ -48,6 +48,17 @@ def test_sgd_holds_the_rate_then_multiplies_it_each_epoch():
     np.testing.assert_allclose(rates, epochs)
 
 
+def test_one_epoch_past_the_decay_start_runs_at_the_decayed_rate():
+    overrides = [
+        "train.lr_decay=0.5",
+        "train.epochs=1",
+        "train.reduce_lr_patience=null",
+    ]
+    train = tiny_recipe("dyck", extra=overrides).train
+    optimizer = fitting.make_optimizer(train, steps_per_epoch=3)
+    np.testing.assert_allclose(float(optimizer.learning_rate), train.learning_rate / 2)
+
+
 def test_two_schedules_are_refused():
     overrides = ["train.lr_decay=0.5", "train.final_learning_rate=0.0001"]
     with pytest.raises(ValueError, match="both set; expected one learning-rate"):
