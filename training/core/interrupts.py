@@ -11,7 +11,8 @@ training.train` ignored 1 of 6 Ctrl-Cs sent at the end of an epoch.
 `remembered()` installs a handler that raises `KeyboardInterrupt` as
 Python's default does and also notes the signal; `InterruptCheck`, a
 callback, raises a noted signal that no one handled at the end of the
-epoch it arrived in. `fitting.fit` uses both, so every command and search
+epoch it arrived in, and `raise_if_noted()` before an export or a preset is
+moved into place. `fitting.fit` uses both, so every command and search
 that trains stops, with its own one-line message: the dropped
 `KeyboardInterrupt` is not printed, as it is not lost.
 """
@@ -62,6 +63,15 @@ def remembered():
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.unraisablehook = printing
         _noted.clear()
+
+
+def raise_if_noted():
+    """Raises `KeyboardInterrupt` for a SIGINT noted in a `remembered()` block
+    (one whose `KeyboardInterrupt` Python may have dropped): what a command
+    calls before it moves a finished output into place, so an interrupted
+    preset or export leaves none."""
+    if _noted.is_set():
+        raise KeyboardInterrupt
 
 
 class InterruptCheck(keras.callbacks.Callback):

@@ -6,7 +6,7 @@
 has finished.
 """
 
-from training.runs import runs
+from training.runs import run_files, runs
 from training.tasks import make_task
 
 
@@ -23,9 +23,13 @@ def evaluate_run(run_dir, split="test"):
             f"Unknown split {split!r} for this task; expected one of: "
             f"{', '.join(task.splits)}."
         )
-    metrics = task.evaluate(run.model, split)
+    path = None
     if not runs.read_only(run_dir):  # a preset
-        runs.write_json(runs.check_run(run_dir) / f"evaluation-{split}.json", metrics)
+        path = runs.check_run(run_dir) / f"evaluation-{split}.json"
+        run_files.claim(path, "python -m training.evaluate")  # before the work
+    metrics = task.evaluate(run.model, split)
+    if path is not None:
+        runs.write_json(path, metrics)
     return task, metrics
 
 
