@@ -43,7 +43,7 @@ import sys
 import textwrap
 import threading
 
-from training.core import recipe_files
+from training.core import recipe_files, sigint
 
 # TensorFlow's C++ log level of a command unless the user set one: errors only.
 LOG_LEVEL = "2"
@@ -192,29 +192,38 @@ def deferred_interrupt():
     while TensorFlow's or JAX's extension modules initialize left them half
     made, and the process died of SIGSEGV or SIGABRT, or JAX's next import
     failed with a circular-import traceback (4 of 16 timed Ctrl-Cs). Only
-    where Python's default handler is in place, in the main thread.
+    where Python's default handler or a command's (`sigint`) is in place, in
+    the main thread.
     """
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous not in (
+        signal.default_int_handler,
+        sigint.note_and_raise,
     ):
         yield
         return
-    noted = []
-    signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, frame: sigint.note())
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if noted:
+        signal.signal(signal.SIGINT, previous)
+    if sigint.noted():
         raise KeyboardInterrupt
 
 
 def run(main):
-    """Runs a command's `main()` as `python -m` does; a `KeyboardInterrupt`
-    that no `main` caught (a Ctrl-C as it reads its arguments) is one line
-    on stderr and exit status 130, as every other interrupt of a command."""
+    """Runs a command's `main()` as `python -m` does, with a Ctrl-C never
+    lost (`training.core.sigint.install`); a `KeyboardInterrupt` that no
+    `main` caught (a Ctrl-C as it reads its arguments) is one line on stderr
+    and exit status 130, as every other interrupt of a command."""
     try:
+        # A Ctrl-C noted while the command's modules loaded (training/__init__.py).
+        handler = signal.getsignal(signal.SIGINT)
+        noted = getattr(handler, "noted", None)
+        if handler is signal.default_int_handler or noted is not None:
+            sigint.install()  # not where the user's shell ignores SIGINT
+        if noted:
+            raise KeyboardInterrupt
         return main()
     except KeyboardInterrupt:
         spec = getattr(sys.modules["__main__"], "__spec__", None)
