@@ -103,7 +103,8 @@ class Number:
         if not number:
             raise _Mismatch(where, self.expected, value)
         if abs(value) > MAX_MAGNITUDE:
-            raise _Mismatch(where, f"{self.expected} of magnitude <= 1e30", value)
+            expected = self.expected.removesuffix(" or null")
+            raise _Mismatch(where, f"{expected} of magnitude <= 1e30", value)
         return value
 
 
