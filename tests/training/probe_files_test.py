@@ -242,7 +242,7 @@ REFUSALS = [
         "a card's WCPA of 1e308 to --remeasure",
         "preset",
         ["--remeasure", "{huge_card}"],
-        "remeasure.value must be a finite number >= 0 and <= 1; received 1e+308",
+        "remeasure.value must be a finite number of magnitude <= 1e30; received 1e+308",
         "no_loading",
     ),
     # 5: damaged tuner state that is still JSON was a traceback
