@@ -190,7 +190,7 @@ def evaluate_dynamic(run_dir, split="test", **settings):
     path = None
     if not runs.read_only(run_dir):  # a preset
         path = runs.check_run(run_dir) / f"evaluation-{split}-dynamic.json"
-        run_files.claim(path, "python -m training.evaluate --dynamic")
+        run_files.check_claim(path, "python -m training.evaluate --dynamic")
     run = runs.load_run(run_dir)
     check_kind(run.recipe, ("language_model",), "Dynamic evaluation", run_dir)
     task, model = run.task, run.model
@@ -222,6 +222,7 @@ def evaluate_dynamic(run_dir, split="test", **settings):
             "(nothing was written)."
         )
     if path is not None:
+        run_files.claim(path, "python -m training.evaluate --dynamic")
         runs.write_json(path, result)
     return task, result
 

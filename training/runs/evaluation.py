@@ -9,6 +9,8 @@ has finished.
 from training.runs import run_files, runs
 from training.tasks import make_task
 
+COMMAND = "python -m training.evaluate"
+
 
 def evaluate_run(run_dir, split="test"):
     """Returns `(task, metrics)` of the run's best model on `split`.
@@ -26,9 +28,10 @@ def evaluate_run(run_dir, split="test"):
     path = None
     if not runs.read_only(run_dir):  # a preset
         path = runs.check_run(run_dir) / f"evaluation-{split}.json"
-        run_files.claim(path, "python -m training.evaluate")  # before the work
+        run_files.check_claim(path, COMMAND)  # before the work
     metrics = task.evaluate(run.model, split)
     if path is not None:
+        run_files.claim(path, COMMAND)
         runs.write_json(path, metrics)
     return task, metrics
 

@@ -203,10 +203,10 @@ def in_run_directory(path):
     return (folder / "recipe.json").is_file() and not (folder / "card.json").exists()
 
 
-def claim(path, command):
-    """Records `path`'s name in its folder's manifest, before `command` writes
-    it; a one-line `ValueError` when something the project did not write is
-    there already under that name (it may be yours: it is never replaced)."""
+def check_claim(path, command):
+    """A one-line `ValueError` when something the project did not write is at
+    `path` in a run directory, which `command` would write (it may be yours:
+    it is never replaced). Reads only: what a command checks before its work."""
     path = Path(path)
     folder = path.parent
     check_no_links(folder)
@@ -216,4 +216,10 @@ def claim(path, command):
             f"{MANIFEST} does not list it); expected no such file: move it away, "
             "as it is never replaced."
         )
-    record(folder, path.name)
+
+
+def claim(path, command):
+    """`check_claim`, then records `path`'s name in its folder's manifest:
+    what a command calls just before it writes `path`."""
+    check_claim(path, command)
+    record(Path(path).parent, Path(path).name)
