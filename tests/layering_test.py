@@ -85,6 +85,7 @@ FLOORS = (
             "tuning.search_space",
             "tuning.hypermodels",
             "tuning.search_records",
+            "tuning.tuner_files",
             "tuning.tuners",
             "tuning.protocol_runs",
         ),

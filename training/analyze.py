@@ -97,6 +97,8 @@ def main(argv=None):
             init=args.init,
             across=args.across,
         )
+    except KeyboardInterrupt:  # --out is made only once everything ran
+        parser.exit(130, f"{parser.prog}: interrupted; nothing was written\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     for line in lines:
@@ -106,4 +108,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command_line.run(main))

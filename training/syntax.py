@@ -60,6 +60,8 @@ def main(argv=None):
         result, out = targeted_syntax.evaluate_syntax(
             args.run_dir, args.suite, args.data_dir, args.out, args.every
         )
+    except KeyboardInterrupt:  # --out is made only once everything ran
+        parser.exit(130, f"{parser.prog}: interrupted; nothing was written\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(targeted_syntax.report(result))
@@ -68,4 +70,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command_line.run(main))

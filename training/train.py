@@ -114,4 +114,4 @@ def _train_and_export(args, run_dir):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command_line.run(main))

@@ -1,5 +1,10 @@
 """Keras Tuner searches of the zoo's cells: hypermodels, tuners, records, protocols."""
 
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"]:  # a `python -m tuning.NAME` command is starting
+    import training  # noqa: F401 (it defers a Ctrl-C while the modules load)
+
 __all__ = ["CELL_OPTION_CHOICES", "RecurrentHyperModel", "cell_options"]
 
 

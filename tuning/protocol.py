@@ -17,6 +17,7 @@ import shlex
 import sys
 
 from training.cli import command_line
+from training.core import out_dirs
 from tuning import protocol_runs
 
 EXAMPLES = (
@@ -67,17 +68,29 @@ def main(argv=None):
         )
     except ValueError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    if args.threads < 1:
-        parser.exit(2, f"{parser.prog}: error: --threads must be >= 1.\n")
+    for option in ("threads", "max_trials", "seeds_per_trial"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            name = "--" + option.replace("_", "-")
+            error = f"{name} must be >= 1; received {value}."
+            parser.exit(2, f"{parser.prog}: error: {error}\n")
+    try:  # before any search starts
+        out_dirs.check_out_dir(args.directory, "--directory")
+        out_dirs.check_out_dir(args.record, "--record")
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     if args.dry_run:
         for arguments in commands.values():
             print(shlex.join(["python", "-m", "tuning.search", *arguments]))
         return 0
     report = functools.partial(print, flush=True)
-    return protocol_runs.run_rows(
-        args.name, commands, args.threads, args.record, report
-    )
+    try:
+        return protocol_runs.run_rows(
+            args.name, commands, args.threads, args.record, report
+        )
+    except KeyboardInterrupt:  # before a row's search started
+        parser.exit(130, f"{parser.prog}: interrupted; the same command resumes\n")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command_line.run(main))

@@ -260,23 +260,33 @@ def run_rows(name, commands, threads, record, report):
     return 1 if failed else 0
 
 
+STOPS = (signal.SIGINT, signal.SIGTERM)  # passed on to a row's search
+
+
 def run_search(arguments, environment):
     """Runs `python -m tuning.search arguments`; returns its exit status.
 
-    A SIGTERM to this process is passed on to the search, so a killed
-    driver leaves no search running; the search's status then says so.
+    A SIGTERM or SIGINT to this process is passed on to the search, so a
+    killed driver leaves no search running and `kill -INT` to the driver
+    alone stops the search as Ctrl-C does; the search's status then says so.
+    The search runs in a process group of its own, so a Ctrl-C at the
+    terminal reaches it once, through this process.
     """
     command = [sys.executable, "-m", "tuning.search", *arguments]
-    child = subprocess.Popen(command, env=environment)
 
     def stop(signum, frame):
+        if child is None:  # not started yet
+            raise KeyboardInterrupt
         # Not `child.wait()` here: the interrupted wait holds its lock.
         child.send_signal(signum)
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = {number: signal.getsignal(number) for number in STOPS}
+    child = None
     try:
-        return child.wait()
-    except KeyboardInterrupt:  # the search got the Ctrl-C too
+        for number in STOPS:  # a handler, unlike SIG_IGN, is reset in the child
+            signal.signal(number, stop)
+        child = subprocess.Popen(command, env=environment, process_group=0)
         return child.wait()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)

@@ -172,10 +172,12 @@ def prepare(
     """
     from training.core import plots
     from training.tasks import recipes
-    from tuning import search_space
+    from tuning import search_space, tuner_files
     from tuning.hypermodels import RecurrentHyperModel
 
-    plots.check_out_dir(directory, "--directory")  # not a file
+    plots.check_out_dir(directory, "--directory")  # a folder that can be written
+    if record is not None and not worker:
+        plots.check_out_dir(record, "--record")
     project_name = project_name or f"{Path(recipe).stem}-{scale}"
     resolved = recipes.resolve(recipe, scale, overrides)
     space = search_space.from_text(
@@ -197,6 +199,9 @@ def prepare(
     if not worker:  # a worker joins the chief's project
         records.check_project(directory, project_name, settings, overwrite)
         records.check_record(record, settings, overwrite)
+        if not overwrite:  # what Keras Tuner reads back, before it does
+            tuner_files.check_state(project_dir)
+            tuner_files.check_state(Path(record or project_dir) / records.STATE)
         restored = 0 if overwrite else records.restore(project_dir, record, tuner)
         if restored:
             report(f"Restored {restored} trials' state from {record}.")

@@ -5,9 +5,10 @@ As keras-hub's tokenizers are (`tokenizer("text")` -> ids,
 conventions (`zoo.text_conventions`) applied first: a PTB character model
 reads "The company said" as `t h e _ c o m p a n y _ s a i d`. A token the
 vocabulary lacks after that is a one-line `ValueError` naming it, unless
-`on_unknown="unk"` asks for `<unk>`. The same TensorFlow ops tokenize in
-Python and inside an exported SavedModel (`id_tensor`), where an unknown
-token fails with the same message.
+`on_unknown="unk"` asks for `<unk>`; so is a control character (a NUL
+first of all: `zoo.text_checks`), which is never cut or dropped. The same
+TensorFlow ops tokenize in Python and inside an exported SavedModel
+(`id_tensor`), where an unknown token fails with the same message.
 
 TensorFlow is imported with this module, which `import zoo` does not import
 (`zoo.from_preset(...).tokenizer` does), so zoo on another Keras backend
@@ -18,7 +19,7 @@ import codecs
 
 import tensorflow as tf
 
-from zoo import text_conventions
+from zoo import text_checks, text_conventions
 
 LEVELS = ("word", "char", "byte")
 ON_UNKNOWN = ("error", "unk")
@@ -172,6 +173,7 @@ class Tokenizer(SpecialTokens, tf.Module):
             return self.tokenize([texts], on_unknown)[0]
         if not texts:
             return []
+        text_checks.check_texts(texts)
         if self.level == "byte":
             return [list(text.encode("utf-8")) for text in self.write(list(texts))]
         tokens = self.token_tensor(list(texts)).to_list()
@@ -216,10 +218,11 @@ class Tokenizer(SpecialTokens, tf.Module):
 
         For graphs (a SavedModel's text endpoint): an unknown token with
         `on_unknown="error"` fails an assertion whose message is
-        `unknown_message`'s (with `hint`), naming the tokens.
+        `unknown_message`'s (with `hint`), naming the tokens; a control
+        character fails one naming it and its position (`zoo.text_checks`).
         """
+        texts = text_checks.checked_tensor(texts)  # no control characters
         if self.level == "byte":
-            texts = tf.convert_to_tensor(texts, tf.string)
             written = tf.strings.bytes_split(self._written_tensor(texts))
             ids = tf.io.decode_raw(written.flat_values, tf.uint8)[:, 0]
             return written.with_flat_values(tf.cast(ids, tf.int32))

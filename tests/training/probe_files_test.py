@@ -21,7 +21,7 @@ from training.core import fitting
 from training.data import files
 from training.reproduction import table_schema
 from training.runs import generation, runs
-from tuning import search
+from tuning import protocol, protocol_runs, search
 
 MAINS = {
     "train": train.main,
@@ -31,6 +31,7 @@ MAINS = {
     "reproduce": reproduce.main,
     "analyze": analyze.main,
     "search": search.main,
+    "protocol": protocol.main,
 }
 
 
@@ -45,11 +46,21 @@ GUARDS = {
     "no_training": {(runs, "train_run"): _refuse},
     "no_fit": {(fitting, "fit"): _refuse},
     "no_loading": {(runs, "load_run"): _refuse},
+    "no_search": {(protocol_runs, "run_search"): _refuse},
 }
 
 DOC = "{tmp}/DOC.md"
 REPORT = ["--report", DOC, "--results"]
 RECIPE_CASES = {"list": [1, 2], "empty": {}, "bogus_kind": None}
+
+SEARCH = ["--recipe", "tiny_dyck_lstm", "--units", "4", "--max-trials", "1"]
+SEARCH += ["--verbose", "0"]
+# Keras Tuner's state in a record (`--record`), damaged but still JSON (issue 62).
+TUNER_CASES = {
+    "trial_list": {"trial_00/trial.json": [], "oracle.json": {}},
+    "oracle_empty": {"oracle.json": {}},
+    "trial_id_only": {"trial_00/trial.json": {"trial_id": 5}, "oracle.json": {}},
+}
 
 # (defect, case, command, argv, what the one line says, guard)
 REFUSALS = [
@@ -207,6 +218,92 @@ REFUSALS = [
         "`seed` must be an integer >= 0; received -1",
         None,
     ),
+    # Issue 62 ("Nothing lost, round four"), numbered by its defects.
+    # 2: text was cut at a NUL, silently
+    (
+        "62.2",
+        "generate --prompt with a NUL",
+        "generate",
+        ["{dyck_run}", "--prompt", "(a\x00 a)", "--length", "3"],
+        "control character U+0000 at character 2 (counted from 0)",
+        None,
+    ),
+    # 4: a huge finite number was an OverflowError, or went into a card
+    (
+        "62.4",
+        "a record's test.cross_entropy of 1e308",
+        "reproduce",
+        [*REPORT, "{huge}"],
+        "test.cross_entropy must be a finite number >= 0 of magnitude <= 1e30",
+        None,
+    ),
+    (
+        "62.4",
+        "a card's WCPA of 1e308 to --remeasure",
+        "preset",
+        ["--remeasure", "{huge_card}"],
+        "remeasure.value must be a finite number of magnitude <= 1e30; received 1e+308",
+        "no_loading",
+    ),
+    # 5: damaged tuner state that is still JSON was a traceback
+    (
+        "62.5",
+        "trial.json []",
+        "search",
+        [*SEARCH, "--directory", "{tmp}/tuning", "--record", "{tuner_trial_list}"],
+        "trial.json': the file's content must be an object",
+        "no_fit",
+    ),
+    (
+        "62.5",
+        "oracle.json {}",
+        "search",
+        [*SEARCH, "--directory", "{tmp}/tuning", "--record", "{tuner_oracle_empty}"],
+        "oracle.json': the file has no 'ongoing_trials'",
+        "no_fit",
+    ),
+    (
+        "62.5",
+        'trial.json {"trial_id": 5}',
+        "search",
+        [*SEARCH, "--directory", "{tmp}/tuning", "--record", "{tuner_trial_id_only}"],
+        "trial.json': the file has no 'hyperparameters'",
+        "no_fit",
+    ),
+    # 6: an unwritable folder was a traceback once the work was done
+    (
+        "62.6",
+        "search --directory /proc/x",
+        "search",
+        [*SEARCH, "--directory", "/proc/x"],
+        "--directory '/proc/x' cannot be written",
+        "no_fit",
+    ),
+    (
+        "62.6",
+        "search --record /proc/x",
+        "search",
+        [*SEARCH, "--directory", "{tmp}/tuning", "--record", "/proc/x"],
+        "--record '/proc/x' cannot be written",
+        "no_fit",
+    ),
+    (
+        "62.6",
+        "protocol --directory /proc/x",
+        "protocol",
+        ["stack_d2", "train.epochs=1", "--directory", "/proc/x"],
+        "--directory '/proc/x' cannot be written",
+        "no_search",
+    ),
+    # 8: a record without its test section was dropped from the table
+    (
+        "62.8",
+        "a record without its test section",
+        "reproduce",
+        [*REPORT, "{no_test}"],
+        "metrics.json has no 'test' section",
+        None,
+    ),
 ]
 
 
@@ -225,7 +322,7 @@ def _records(tmp_path, table_path):
         == 0
     )
     paths = {}
-    for case in ("seed01", "nan", "text", "lots"):
+    for case in ("seed01", "nan", "text", "lots", "huge", "no_test"):
         paths[case] = tmp_path / "records" / case
         shutil.copytree(good, paths[case])
     seeds = paths["seed01"] / "tiny" / "small"
@@ -233,6 +330,11 @@ def _records(tmp_path, table_path):
     for case, value in (("nan", float("nan")), ("text", "1.5")):
         metrics = paths[case] / "tiny" / "small" / "seed-1" / "metrics.json"
         metrics.write_text(json.dumps({"test": {"wcpa": value, "cross_entropy": 0.5}}))
+    changed = (("huge", {"test": {"wcpa": 0.5, "cross_entropy": 1e308}}),)
+    changed += (("no_test", {"dev": {"wcpa": 0.5, "cross_entropy": 0.5}}),)
+    for case, metrics in changed:
+        path = paths[case] / "tiny" / "small" / "seed-1" / "metrics.json"
+        path.write_text(json.dumps(metrics))
     record = paths["lots"] / "tiny" / "wide" / "seed-2" / "record.json"
     record.write_text('{"parameters": "lots"}')
     return paths
@@ -269,9 +371,35 @@ def world(tmp_path, dyck_run, monkeypatch):
     (paths["nan_log"] / "log.csv").write_text(
         "epoch,loss,val_wcpa\n0,1.0,nan\n1,0.9,nan\n"
     )
+    for case, state in TUNER_CASES.items():
+        paths[f"tuner_{case}"] = tmp_path / f"tuner_{case}"
+        for name, content in state.items():
+            path = paths[f"tuner_{case}"] / "keras_tuner" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(content))
+    paths["huge_card"] = huge_card(dyck_run, tmp_path / "huge_card")
     suites = write_suites(tmp_path / "zoo_data")  # where the old code fell back to
     monkeypatch.setenv(files.ENV_VAR, str(suites))
     return paths
+
+
+_PRESETS = {}
+
+
+def huge_card(run_dir, path):
+    """A preset of `run_dir` whose card says its test WCPA is 1e308 (made
+    once, copied to `path`)."""
+    if run_dir not in _PRESETS:
+        from training.reproduction import preset_builder
+
+        made = run_dir.parent / f"{run_dir.name}-preset"
+        preset_builder.save_preset(run_dir, made)
+        _PRESETS[run_dir] = made
+    shutil.copytree(_PRESETS[run_dir], path)
+    card = json.loads((path / "card.json").read_text())
+    card["remeasure"]["value"] = 1e308
+    (path / "card.json").write_text(json.dumps(card))
+    return path
 
 
 def _snapshot(root):
@@ -328,3 +456,30 @@ def test_generate_prints_the_text_as_it_samples(dyck_run, capsys, monkeypatch):
     printed = capsys.readouterr()
     assert printed.out.startswith("(a ") and len(printed.out.split()) == 5, printed
     assert printed.err.strip() == "python -m training.generate: interrupted"
+
+
+# Issue 62, defect 2: text was cut at a NUL. The tokenizer and the graph a
+# SavedModel's serve_text runs (`TextScorer`) name the character instead.
+
+
+def test_the_tokenizer_refuses_a_control_character(dyck_run):
+    tokenizer = runs.load_run(dyck_run).tokenizer
+    with pytest.raises(ValueError, match=r"control character U\+0000 at character 2"):
+        tokenizer("(a\x00 a)")
+    with pytest.raises(ValueError, match=r"U\+0007 at character 1 of text 1"):
+        tokenizer(["(a a)", "(\x07a a)"])
+
+
+def test_serve_text_refuses_a_control_character(dyck_run):
+    import tensorflow as tf
+
+    from training.runs import saved_model
+
+    run = runs.load_run(dyck_run)
+    scorer = saved_model.TextScorer(
+        run.model, run.tokenizer, start_id=run.task.start_id, head=run.task.head
+    )
+    serve_text = tf.function(scorer, input_signature=[tf.TensorSpec([None], tf.string)])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"U\+0000 at character"):
+        serve_text(tf.constant(["(a a)", "(a\x00 a)"]))
+    assert serve_text(tf.constant(["(a\ta)"]))["lengths"].numpy().tolist() == [2]

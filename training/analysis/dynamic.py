@@ -35,7 +35,7 @@ from training.core.scoring import (
     segments,
     stateful_copy,
 )
-from training.runs import runs
+from training.runs import run_files, runs
 from zoo.checks import check_number, check_positive_int
 
 # The settings of `evaluate_dynamic` (the options of `python -m
@@ -187,6 +187,10 @@ def evaluate_dynamic(run_dir, split="test", **settings):
             )
     check_number("--learning-rate", settings["learning_rate"], low=0)
     check_number("--decay", settings["decay"], 0, 1)
+    path = None
+    if not runs.read_only(run_dir):  # a preset
+        path = runs.check_run(run_dir) / f"evaluation-{split}-dynamic.json"
+        run_files.check_claim(path, "python -m training.evaluate --dynamic")
     run = runs.load_run(run_dir)
     check_kind(run.recipe, ("language_model",), "Dynamic evaluation", run_dir)
     task, model = run.task, run.model
@@ -217,10 +221,9 @@ def evaluate_dynamic(run_dir, split="test", **settings):
             f"{settings['learning_rate']:g}; expected a smaller learning rate "
             "(nothing was written)."
         )
-    if not runs.read_only(run_dir):  # a preset
-        runs.write_json(
-            runs.check_run(run_dir) / f"evaluation-{split}-dynamic.json", result
-        )
+    if path is not None:
+        run_files.claim(path, "python -m training.evaluate --dynamic")
+        runs.write_json(path, result)
     return task, result
 
 

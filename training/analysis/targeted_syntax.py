@@ -43,7 +43,7 @@ from training.core import plots
 from training.core.compiled import compiled
 from training.data.minimal_pairs import MARVIN_LINZEN_SUITE, load_suite
 from training.data.tokenize import tokenize
-from training.runs import runs
+from training.runs import run_files, runs
 from zoo.text_conventions import AS_WRITTEN, write
 
 _SEPARATOR = "\x00"  # ends each sentence in the one tokenization call
@@ -332,6 +332,9 @@ def evaluate_syntax(
             "syntax.json, syntax.csv and syntax.png."
         )
     out = plots.check_out_dir(out if out else Path(run_dir) / f"syntax-{name}")
+    claimed = run_files.in_run_directory(out)  # syntax's own folder in the run's
+    if claimed:
+        run_files.check_claim(out, "python -m training.syntax")
     run = runs.load_run(run_dir)
     check_kind(run.recipe, ("language_model",), "Syntactic evaluation", run_dir)
     pairs = load_suite(suite, data_dir)[::every]
@@ -341,6 +344,8 @@ def evaluate_syntax(
     check_scored(result, run.vocabulary)
     result["suite"] = suite
     result["every"] = every
+    if claimed:
+        run_files.claim(out, "python -m training.syntax")
     plots.make_out_dir(out)
     runs.write_json(out / "syntax.json", result)
     plots.write_table(out / "syntax.csv", table_rows(result))

@@ -38,11 +38,12 @@ import argparse
 import contextlib
 import os
 import re
+import signal
 import sys
 import textwrap
 import threading
 
-from training.core import recipe_files
+from training.core import recipe_files, sigint
 
 # TensorFlow's C++ log level of a command unless the user set one: errors only.
 LOG_LEVEL = "2"
@@ -182,8 +183,59 @@ def filtered_stderr(keep):
         os.close(saved)
 
 
+@contextlib.contextmanager
+def deferred_interrupt():
+    """Within the block a Ctrl-C (SIGINT) is only noted; it is raised as
+    `KeyboardInterrupt` when the block ends.
+
+    For the heavy imports of a command's start: a `KeyboardInterrupt` raised
+    while TensorFlow's or JAX's extension modules initialize left them half
+    made, and the process died of SIGSEGV or SIGABRT, or JAX's next import
+    failed with a circular-import traceback (4 of 16 timed Ctrl-Cs). Only
+    where Python's default handler or a command's (`sigint`) is in place, in
+    the main thread.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous not in (
+        signal.default_int_handler,
+        sigint.note_and_raise,
+    ):
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: sigint.note())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if sigint.noted():
+        raise KeyboardInterrupt
+
+
+def run(main):
+    """Runs a command's `main()` as `python -m` does, with a Ctrl-C never
+    lost (`training.core.sigint.install`); a `KeyboardInterrupt` that no
+    `main` caught (a Ctrl-C as it reads its arguments) is one line on stderr
+    and exit status 130, as every other interrupt of a command."""
+    try:
+        # A Ctrl-C noted while the command's modules loaded (training/__init__.py).
+        handler = signal.getsignal(signal.SIGINT)
+        noted = getattr(handler, "noted", None)
+        if handler is signal.default_int_handler or noted is not None:
+            sigint.install()  # not where the user's shell ignores SIGINT
+        if noted:
+            raise KeyboardInterrupt
+        return main()
+    except KeyboardInterrupt:
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        name = spec.name if spec is not None else "the command"
+        sys.stderr.write(f"python -m {name}: interrupted\n")
+        return 130
+
+
 def start_tensorflow():
-    """Imports TensorFlow and finds its devices, quietly (the module's docstring).
+    """Imports TensorFlow and Keras and finds the devices, quietly (the
+    module's docstring), with a Ctrl-C deferred until they are done
+    (`deferred_interrupt`).
 
     Sets `TF_CPP_MIN_LOG_LEVEL` to `LOG_LEVEL` unless it is set. A command
     calls it once its arguments are read, before it imports anything that
@@ -193,7 +245,9 @@ def start_tensorflow():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", LOG_LEVEL)
     if "tensorflow" in sys.modules:
         return
-    with filtered_stderr(StartupFilter(log_level()).keep):
-        import tensorflow as tf
+    with deferred_interrupt():
+        with filtered_stderr(StartupFilter(log_level()).keep):
+            import tensorflow as tf
 
-        tf.config.list_physical_devices()
+            tf.config.list_physical_devices()
+        import keras  # noqa: F401 (and its backend: JAX, where it runs on JAX)

@@ -66,6 +66,11 @@ def _bounds(low, high, low_open=False):
     return " and ".join(parts)
 
 
+# The largest magnitude of any number read back: far above every measure and
+# count written, low enough that a table's sums of squares stay finite.
+MAX_MAGNITUDE = 1e30
+
+
 @dataclasses.dataclass(frozen=True)
 class Number:
     """A finite number (never a bool), an integer if `integer`, in range."""
@@ -97,6 +102,9 @@ class Number:
             number = value <= self.high
         if not number:
             raise _Mismatch(where, self.expected, value)
+        if abs(value) > MAX_MAGNITUDE:
+            expected = self.expected.removesuffix(" or null")
+            raise _Mismatch(where, f"{expected} of magnitude <= 1e30", value)
         return value
 
 
@@ -247,17 +255,29 @@ class Null:
         return value
 
 
+PROPORTIONS = (
+    "accuracy wcpa pooled_accuracy strict strict_accept strict_positives "
+    "next_symbol_positives mean_ldpa"
+).split()
+MEASURE_RANGES = {  # by name; any other measure is within MAX_MAGNITUDE
+    **dict.fromkeys(PROPORTIONS, (0, 1)),
+    **dict.fromkeys(("cross_entropy", "oracle_cross_entropy", "bits_per_token"), (0,)),
+    **dict.fromkeys(("perplexity", "oracle_perplexity", "word_perplexity"), (1,)),
+}
+
+
 class Measures:
-    """Measured values: finite numbers, null (not measured) or tables of them."""
+    """Measured values: numbers in range (`MEASURE_RANGES`), null or tables."""
 
     expected = "a finite number, null or a table of them"
 
-    def check(self, value, where):
+    def check(self, value, where, name=None):
         if isinstance(value, dict):
             return {
-                key: self.check(item, _at(where, key)) for key, item in value.items()
+                key: self.check(item, _at(where, key), key)
+                for key, item in value.items()
             }
-        return Number(nullable=True).check(value, where)
+        return Number(*MEASURE_RANGES.get(name, ()), nullable=True).check(value, where)
 
 
 @dataclasses.dataclass
@@ -301,7 +321,7 @@ class _Any:
         return value
 
 
-_ANY = _Any()
+_ANY = ANY = _Any()  # ANY: a value a schema leaves to its reader
 
 
 def check(value, schema, path, error=FileError):
@@ -405,6 +425,8 @@ class _Remeasure(Table):
 
     def check(self, value, where):
         value = super().check(value, where)
+        name = value["metric"].rpartition(".")[2]
+        Number(*MEASURE_RANGES.get(name, ())).check(value["value"], _at(where, "value"))
         if value["fresh_data"] and "data_seed" not in value:
             raise _Mismatch(
                 where,

@@ -11,7 +11,8 @@ training.train` ignored 1 of 6 Ctrl-Cs sent at the end of an epoch.
 `remembered()` installs a handler that raises `KeyboardInterrupt` as
 Python's default does and also notes the signal; `InterruptCheck`, a
 callback, raises a noted signal that no one handled at the end of the
-epoch it arrived in. `fitting.fit` uses both, so every command and search
+epoch it arrived in, and `raise_if_noted()` before an export or a preset is
+moved into place. `fitting.fit` uses both, so every command and search
 that trains stops, with its own one-line message: the dropped
 `KeyboardInterrupt` is not printed, as it is not lost.
 """
@@ -23,45 +24,50 @@ import threading
 
 import keras
 
-_noted = threading.Event()
-
-
-def _note_and_raise(signum, frame):
-    _noted.set()
-    raise KeyboardInterrupt
+from training.core import sigint
 
 
 @contextlib.contextmanager
 def remembered():
     """Within the block, a SIGINT raises `KeyboardInterrupt` and is noted.
 
-    Only where Python's default handler is in place, in the main thread (the
-    one signals reach): a handler the program installed stays as it is. A
-    noted `KeyboardInterrupt` that Python drops is not printed
-    (`sys.unraisablehook`). The note is cleared when the block ends, whatever
-    ended it.
+    Only where Python's default handler (or a command's own,
+    `training.core.sigint.note_and_raise`) is in place, in the main thread
+    (the one signals reach): a handler the program installed stays as it is.
+    A noted `KeyboardInterrupt` that Python drops is not printed
+    (`sys.unraisablehook`). Under Python's default handler the note is
+    cleared when the block ends, whatever ended it; under a command's it
+    stays for the command's later checks.
     """
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous not in (
+        signal.default_int_handler,
+        sigint.note_and_raise,
     ):
         yield
         return
-    _noted.clear()
+    own = previous is signal.default_int_handler
+    if own:
+        sigint.clear()
     printing = sys.unraisablehook
-
-    def unraisable(event):
-        if event.exc_type is not KeyboardInterrupt or not _noted.is_set():
-            printing(event)  # what is dropped for good is still printed
-
-    sys.unraisablehook = unraisable
-    signal.signal(signal.SIGINT, _note_and_raise)
+    sys.unraisablehook = sigint.quiet_dropped(printing)
+    signal.signal(signal.SIGINT, sigint.note_and_raise)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, previous)
         sys.unraisablehook = printing
-        _noted.clear()
+        if own:
+            sigint.clear()
+
+
+def raise_if_noted():
+    """Raises `KeyboardInterrupt` for a SIGINT noted in a `remembered()` block
+    (one whose `KeyboardInterrupt` Python may have dropped): what a command
+    calls before it moves a finished output into place, so an interrupted
+    preset or export leaves none."""
+    if sigint.noted():
+        raise KeyboardInterrupt
 
 
 class InterruptCheck(keras.callbacks.Callback):
@@ -72,5 +78,4 @@ class InterruptCheck(keras.callbacks.Callback):
     """
 
     def on_epoch_end(self, epoch, logs=None):
-        if _noted.is_set():
-            raise KeyboardInterrupt
+        raise_if_noted()

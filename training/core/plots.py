@@ -9,7 +9,6 @@ the inputs have passed their checks.
 """
 
 import csv
-import os
 import re
 from pathlib import Path
 
@@ -18,6 +17,8 @@ import matplotlib
 matplotlib.use("Agg")  # no display: figures are only written to files
 
 import matplotlib.pyplot as plt  # noqa: E402
+
+from training.core.out_dirs import check_out_dir  # noqa: E402, F401 (its API too)
 
 DPI = 100
 WIDTH = 7.0  # inches: 700 pixels at DPI
@@ -137,33 +138,6 @@ def write_table(path, rows):
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else [])
         writer.writeheader()
         writer.writerows(rows)
-    return path
-
-
-def check_out_dir(path, option="--out"):
-    """Returns `path` as a `Path` if a folder can be made there; creates nothing.
-
-    A one-line `ValueError` (naming `option`) if `path` is a file, lies
-    inside a file, or its nearest existing folder cannot be written.
-    """
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(
-            f"{option} {str(path)!r} is a file; expected a folder (new or existing)."
-        )
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ValueError(
-            f"{option} {str(path)!r} lies inside the file {str(existing)!r}; "
-            "expected a folder."
-        )
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(
-            f"{option} {str(path)!r} cannot be written ({str(existing)!r} is not "
-            "writable); expected a folder you can write."
-        )
     return path
 
 

@@ -236,12 +236,13 @@ def save_preset(
     import tensorflow as tf
 
     import zoo
-    from training.core import file_schema
+    from training.core import file_schema, interrupts
     from training.reproduction import table_schema
-    from training.runs import run_dirs, runs
+    from training.runs import run_dirs, run_files, runs
     from zoo.checks import check_number
 
     path = Path(path)
+    run_files.check_target(path, "preset target")
     name = name or path.name
     if tolerance is not None:
         check_number("tolerance", tolerance, low=0, low_open=True)
@@ -281,35 +282,40 @@ def save_preset(
     run = runs.load_run(source, precision="float32")
     partial = run_dirs.scratch_beside(path, "preset target")
     try:
-        _write_run_files(source, partial, run, recipe)
-        trainable = sum(math.prod(w.shape) for w in run.model.trainable_weights)
-        card = {
-            "name": name,
-            # A table row's recipe file describes its default cell, not the row's.
-            "description": recipe.description
-            if table_entry is None
-            else f"{table_entry['title']}, row {table_entry['row']}",
-            "task": recipe.task.summary(),
-            "cell": recipe.model.cell,
-            "command": None if command is None else shlex.join(command),
-            "seed": recipe.train.seed,
-            "table": table_entry,
-            "parameters": {"total": run.model.count_params(), "trainable": trainable},
-            "size_bytes": (partial / runs.BEST).stat().st_size,
-            "remeasure": plan,
-            "versions": {"keras": keras.__version__, "tensorflow": tf.__version__},
-        }
-        baseline = run.task.trivial_baseline()
-        if baseline is not None:
-            card["baseline"] = baseline
-        runs.write_json(partial / zoo.presets.preset_loader.CARD, card)
-        readme = model_card(card, recipe, metrics)
-        (partial / zoo.presets.preset_loader.README).write_text(readme)
-        if run_dirs.stamp(source) != stamp:  # trained again while read
-            raise runs.RunError(
-                f"Run directory {str(source)!r} changed while it was read (a "
-                "re-run finished); expected a finished run: run the command again."
-            )
+        with interrupts.remembered():  # a Ctrl-C Python drops still stops it
+            _write_run_files(source, partial, run, recipe)
+            trainable = sum(math.prod(w.shape) for w in run.model.trainable_weights)
+            card = {
+                "name": name,
+                # A table row's recipe file describes its default cell, not the row's.
+                "description": recipe.description
+                if table_entry is None
+                else f"{table_entry['title']}, row {table_entry['row']}",
+                "task": recipe.task.summary(),
+                "cell": recipe.model.cell,
+                "command": None if command is None else shlex.join(command),
+                "seed": recipe.train.seed,
+                "table": table_entry,
+                "parameters": {
+                    "total": run.model.count_params(),
+                    "trainable": trainable,
+                },
+                "size_bytes": (partial / runs.BEST).stat().st_size,
+                "remeasure": plan,
+                "versions": {"keras": keras.__version__, "tensorflow": tf.__version__},
+            }
+            baseline = run.task.trivial_baseline()
+            if baseline is not None:
+                card["baseline"] = baseline
+            runs.write_json(partial / zoo.presets.preset_loader.CARD, card)
+            readme = model_card(card, recipe, metrics)
+            (partial / zoo.presets.preset_loader.README).write_text(readme)
+            if run_dirs.stamp(source) != stamp:  # trained again while read
+                raise runs.RunError(
+                    f"Run directory {str(source)!r} changed while it was read (a "
+                    "re-run finished); expected a finished run: run the command again."
+                )
+            interrupts.raise_if_noted()
         run_dirs.replace_folder(partial, path, _is_preset, "preset target")
     finally:
         shutil.rmtree(partial, ignore_errors=True)  # left when not moved in

@@ -358,10 +358,27 @@ def read_table_records(results, table):
                 table, rows[row_dir.name], int(match.group(1)), "unused"
             )
             found.append(read_record(seed_dir, run, results, quantities))
+            _check_sections(found[-1]["metrics"], table, seed_dir)
     order = list(rows)
     return sorted(
         found, key=lambda result: (order.index(result["row"]), result["seed"])
     )
+
+
+def _check_sections(metrics, table, folder):
+    """A one-line `TableError` when a record's metrics.json lacks the `test`
+    section and the table reports a test metric: the record would drop out
+    unseen. (Other splits may be missing from some rows' records: a row
+    whose task has no `hard` split shows "–" there.)"""
+    for metric in table.metrics:
+        split = metric.key.partition(".")[0]
+        if split == "test" and not isinstance(metrics.get(split), dict):
+            raise table_schema.TableError(
+                f"Record {str(folder)!r}: {runs.METRICS} has no {split!r} section; "
+                f"expected the measures of every split table {table.name!r} "
+                f"reports ({metric.key}): restore the record, or remove its folder "
+                "to run it again."
+            )
 
 
 def update_document(text, results, name="REPRODUCTION.md"):

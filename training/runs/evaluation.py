@@ -6,8 +6,10 @@
 has finished.
 """
 
-from training.runs import runs
+from training.runs import run_files, runs
 from training.tasks import make_task
+
+COMMAND = "python -m training.evaluate"
 
 
 def evaluate_run(run_dir, split="test"):
@@ -23,9 +25,14 @@ def evaluate_run(run_dir, split="test"):
             f"Unknown split {split!r} for this task; expected one of: "
             f"{', '.join(task.splits)}."
         )
-    metrics = task.evaluate(run.model, split)
+    path = None
     if not runs.read_only(run_dir):  # a preset
-        runs.write_json(runs.check_run(run_dir) / f"evaluation-{split}.json", metrics)
+        path = runs.check_run(run_dir) / f"evaluation-{split}.json"
+        run_files.check_claim(path, COMMAND)  # before the work
+    metrics = task.evaluate(run.model, split)
+    if path is not None:
+        run_files.claim(path, COMMAND)
+        runs.write_json(path, metrics)
     return task, metrics
 
 

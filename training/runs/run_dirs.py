@@ -1,12 +1,14 @@
 """A run directory's owner and state: what training may write there, and when.
 
 A run directory is made by `training.runs.runs.train_run` (`python -m
-training.train`) and holds only what the project writes there (`owned`):
-the run's own files, results the other commands derive from its model
-(`saved_model/`, `evaluation-*.json`, `syntax-*/`), the table runner's
-files (`RUNNER`) and temporaries. Training refuses every other folder in
-one line (`check_owned`): a preset (it holds `card.json`), a record of
-`results/` (`record.json`), or any folder holding a file no command wrote.
+training.train`) and holds only what the project wrote there, as its
+manifest records (`training.runs.run_files`): the run's own files, results
+the other commands derive from its model (`saved_model/`,
+`evaluation-*.json`, `syntax-*/`), the table runner's files (`RUNNER`) and
+temporaries. Training refuses every other folder in one line
+(`check_owned`): a preset (it holds `card.json`), a record of `results/`
+(`record.json`), a folder holding anything its manifest does not list, or
+a symbolic link anywhere inside.
 
 Its state (`state`), read from which files exist:
 
@@ -35,7 +37,6 @@ import fcntl
 import json
 import math
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -43,6 +44,7 @@ import tempfile
 from pathlib import Path
 
 from training.core.callbacks import RunBackup, backup_field_error, write_atomically
+from training.runs import run_files
 
 RECIPE, VOCABULARY, BEST, METRICS = (
     "recipe.json",
@@ -63,15 +65,14 @@ ATTEMPT = "attempt"
 CARD, RECORD = "card.json", "record.json"
 # What training writes, moved over the old run by `promote` (metrics.json last).
 TRAINED = (RECIPE, VOCABULARY, BEST, LOG, TENSORBOARD)
-# What other commands derive from a run's model into its folder: the
-# export of `python -m training.train`, `evaluate`'s and `syntax`'s results.
-DERIVED = re.compile(r"saved_model|evaluation-[^/]*\.json|syntax-[^/]*")
 # What the table runner (`training.reproduction.table_runs`, a floor above) keeps beside
 # the run it trains (its lock, the output, timing and host).
 RUNNER = (".lock", "train.log", "timing.json", "host.json")
-# Temporaries: `write_atomically`'s, `AtomicModelCheckpoint`'s, `scratch_beside`'s,
-# `replace_folder`'s and the runner's damaged files set aside.
-TEMPORARY = re.compile(r"[^/]*\.(partial|replaced)(-[^/]*)?(\.keras)?|[^/]*\.damaged")
+# A run's own names: every other name its manifest lists is a result derived
+# from its model (`saved_model/`, `evaluation-*.json`, `syntax-*/`), which
+# goes with the model when a re-run replaces it (`promote`).
+TRAINING = (*TRAINED, METRICS, BACKUP, TRAIN_LOCK, ATTEMPT)  # training's names
+OWN = (*TRAINING, *RUNNER)
 
 NEW, UNFINISHED, INTERRUPTED, FINISHED, PROMOTING = (
     "new",
@@ -162,21 +163,14 @@ def lock_run_dir(run_dir, name=TRAIN_LOCK):
             file.truncate(0)  # released: it names no one
 
 
-def owned(name):
-    """Whether a file or folder `name` in a run directory is the project's."""
-    return (
-        name in {*TRAINED, METRICS, BACKUP, TRAIN_LOCK, ATTEMPT, *RUNNER}
-        or DERIVED.fullmatch(name) is not None
-        or TEMPORARY.fullmatch(name) is not None
-    )
-
-
 def check_owned(run_dir):
     """A one-line `RunError` unless `run_dir` is new, empty or a run directory.
 
     Refuses a preset (`card.json`), a record of results/ (`record.json`),
-    a folder holding a file no command of the project writes into a run
-    directory (`owned`) and an `attempt` that is not a folder. Reads only.
+    a folder holding anything its manifest does not list
+    (`run_files.foreign`), a symbolic link anywhere inside
+    (`run_files.check_no_links`) and an `attempt` that is not a folder.
+    Reads only.
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -194,13 +188,18 @@ def check_owned(run_dir):
             f"{where} is a record of results/ (it holds {RECORD}); expected a "
             "run directory: train into a new --run-dir."
         )
-    foreign = [name for name in names if not owned(name)]
+    try:
+        run_files.check_no_links(run_dir)
+        foreign = run_files.foreign(run_dir)
+    except ValueError as error:
+        raise RunError(str(error)) from None
     if foreign:
         more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
         raise RunError(
-            f"{where} holds {foreign[0]!r}{more}, which python -m training.train "
-            "does not write; expected a new or empty folder or a run directory "
-            "(use another --run-dir)."
+            f"{where} holds {foreign[0]!r}{more}, which no command of the project "
+            f"wrote there (its {run_files.MANIFEST} does not list it); expected a "
+            "new or empty folder or a run directory: move it away, as a re-run "
+            "never removes it (or use another --run-dir)."
         )
     attempt = run_dir / ATTEMPT
     if attempt.exists() and not attempt.is_dir():
@@ -280,7 +279,23 @@ def read_backup(recipe, folder):
             expected = f'{{"used": {used}, "reason": text}}'
             where = path / RunBackup.METADATA
             raise backup_field_error(where, f"facts.{key}", entry, expected)
+    _check_epochs_logged(metadata, path, Path(folder) / LOG)
     return metadata
+
+
+def _check_epochs_logged(metadata, path, log):
+    """A backup of epoch N holds a `log_size` of log.csv's header and N rows
+    (its `log_size` is checked to lie within the file already): a one-line
+    error when the two disagree, which neither training wrote."""
+    size = (metadata or {}).get("log_size")
+    if not size or not log.is_file():
+        return
+    with open(log, "rb") as file:
+        rows = file.read(size).count(b"\n") - 1  # the header's line
+    if rows != metadata["epoch"]:
+        expected = f"{rows}, the epochs whose rows log.csv holds"
+        where = path / RunBackup.METADATA
+        raise backup_field_error(where, "epoch", metadata["epoch"], expected)
 
 
 def attempt_dir(run_dir):
@@ -293,18 +308,21 @@ def promote(run_dir):
 
     `metrics.json` goes first (so the run is not `FINISHED` while its files
     are mixed) and the attempt's comes in last; the old run's files and the
-    results derived from its model (`DERIVED`) are set aside in the attempt
-    folder, which is deleted at the end. Cut off anywhere, it finishes when
-    called again (`PROMOTING`).
+    results derived from its model (listed names not in `OWN`) are set aside
+    in the attempt folder, which is deleted at the end. Cut off anywhere, it
+    finishes when called again (`PROMOTING`). Only names the run's manifest
+    lists are moved or removed (`run_files`).
     """
     run_dir = Path(run_dir)
     attempt = attempt_dir(run_dir)
     replaced = attempt / "replaced"
     (run_dir / METRICS).unlink(missing_ok=True)
     replaced.mkdir(exist_ok=True)
-    for path in list(run_dir.iterdir()):
-        if DERIVED.fullmatch(path.name):
-            _set_aside(path, replaced / path.name)
+    derived = sorted(run_files.owned(run_dir) - set(OWN))
+    for name in derived:
+        if (run_dir / name).exists():
+            _set_aside(run_dir / name, replaced / name)
+    run_files.forget(run_dir, *derived)
     for name in TRAINED:
         new, old = attempt / name, run_dir / name
         if not new.exists():  # moved in already

@@ -30,7 +30,7 @@ import zoo
 from training.core import backends, compile_mode, file_schema, fitting
 from training.core.callbacks import AtomicModelCheckpoint, RunBackup
 from training.data.tokenize import Vocabulary
-from training.runs import run_dirs
+from training.runs import run_dirs, run_files
 from training.runs.run_dirs import (  # noqa: F401 (re-exported: this module's API too)
     BACKUP,
     BEST,
@@ -116,6 +116,7 @@ def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunError(f"Run directory {str(run_dir)!r} does not exist.")
+    run_files.check_no_links(run_dir)  # a one-line ValueError naming a link
     for name in needs:
         if not (run_dir / name).exists():
             raise RunError(
@@ -153,15 +154,15 @@ def train_run(recipe, run_dir, verbose=0, callbacks=()):
     Keras backend (`KERAS_BACKEND`) and its version under `"backend"`. Nothing is
     written until everything that can refuse the run has passed (the run
     directory, the data, the model and its options), and the run directory
-    is locked while it is written (`lock_run_dir`): a second process
-    training into it is refused. A run directory that
-    already holds this recipe resumes from its backup; a finished run is
-    trained again from the start in its `attempt/` folder, resumed there,
-    and moved over the finished one only when it finishes (`run_dirs`), so
-    the finished run's files stay as they were until then. One that holds
-    another recipe, a preset, a record of results/ or files training does
-    not write is a `RunError`, and so is a backup whose metadata cannot be
-    resumed from (`run_dirs.read_backup`). The model is built and fitted in the scope of
+    is locked while it is written (`lock_run_dir`): a second process training
+    into it is refused. A run directory that already holds this recipe
+    resumes from its backup; a finished run is trained again from the start
+    in its `attempt/` folder, resumed there, and moved over the finished one
+    only when it finishes (`run_dirs`), so the finished run's files stay as
+    they were until then. One that holds another recipe, a preset, a record
+    of results/, files its manifest does not list (`run_files`) or a link is
+    a `RunError`, and so is a backup whose metadata cannot be resumed from
+    (`run_dirs.read_backup`). The model is built and fitted in the scope of
     `training.core.fitting.distribution_strategy` (`train.distribute`); in a
     multi-worker run only the chief writes `run_dir`, the other workers
     train in temporary directories and return their (equal) metrics. Prints
@@ -258,6 +259,7 @@ def _train_in(recipe, run_dir, strategy, verbose, callbacks):
     _plan(recipe, run_dir)
     task, model = _seeded_start(recipe, strategy)  # reads the data
     run_dir.mkdir(parents=True, exist_ok=True)
+    run_files.record(run_dir, *run_dirs.TRAINING)  # before they are written
     with lock_run_dir(run_dir), strategy.scope():
         # Again under the lock: another process may have trained here since.
         folder, backup = _plan(recipe, run_dir)

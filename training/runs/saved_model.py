@@ -58,8 +58,8 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from training.core import backends
-from training.runs import run_dirs, runs
+from training.core import backends, interrupts
+from training.runs import run_dirs, run_files, runs
 
 UNK_HINT = "serve_text_unk reads them as <unk>"  # what an unknown token's error adds
 
@@ -220,6 +220,7 @@ def export_run(run_dir, out_dir):
     if not backends.is_tensorflow():
         return export_in_tensorflow(run_dir, out_dir)
     out_dir = Path(out_dir)
+    run_files.check_target(out_dir, "export target")
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(
             f"Export target {str(out_dir)!r} is a file; expected a folder."
@@ -229,19 +230,23 @@ def export_run(run_dir, out_dir):
             f"Export target {str(out_dir)!r} is a non-empty folder that is not an "
             "earlier export; expected a new or empty folder."
         )
+    if run_files.in_run_directory(out_dir):  # the export of training.train
+        run_files.claim(out_dir, "python -m training.export")
     run = runs.load_run(run_dir, precision="float32")  # serves float32 anywhere
     source = runs.check_run(run_dir).resolve()  # a preset's own folder
     partial = run_dirs.scratch_beside(out_dir, "export target")
     try:
-        export_model(
-            run.model,
-            run.tokenizer,
-            partial,
-            start_id=run.task.start_id,
-            head=run.task.head,
-        )
-        marker = {"run_dir": str(source), "backend": "tensorflow"}
-        runs.write_json(partial / MARKER, marker)
+        with interrupts.remembered():  # a Ctrl-C Python drops still stops it
+            export_model(
+                run.model,
+                run.tokenizer,
+                partial,
+                start_id=run.task.start_id,
+                head=run.task.head,
+            )
+            marker = {"run_dir": str(source), "backend": "tensorflow"}
+            runs.write_json(partial / MARKER, marker)
+            interrupts.raise_if_noted()
         return run_dirs.replace_folder(partial, out_dir, _is_export, "export target")
     finally:
         shutil.rmtree(partial, ignore_errors=True)  # left when not moved in

@@ -5,7 +5,7 @@ import keras
 import pytest
 
 from tests.training.tiny import tiny_recipe
-from training.core import fitting, interrupts
+from training.core import fitting, interrupts, sigint
 from training.tasks import make_task
 
 
@@ -45,7 +45,7 @@ def test_a_ctrl_c_python_dropped_stops_training_at_the_epochs_end(default_handle
     assert default_handler == []
     # Python's handler is back, and no Ctrl-C is left noted
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    assert not interrupts._noted.is_set()
+    assert not sigint.noted()
 
 
 def test_a_handler_the_program_installed_stays():

@@ -355,6 +355,153 @@ def export_beside_an_unwritable_folder_is_one_line(probe):
     assert "Cannot write the export target '/proc/x'" in line
 
 
+# Issue 62 ("Nothing lost, round four"), numbered by its defects.
+# 1. A re-run deleted a user's files whose names looked like results.
+
+
+@row
+def a_rerun_never_removes_files_it_did_not_write(probe):
+    run_dir = probe.copy("finished")
+    (run_dir / "syntax-notes.txt").write_text("notes")
+    (run_dir / "evaluation-by-hand.json").write_text('{"mine": 1}')
+    before = sorted(path.name for path in run_dir.iterdir())
+    match = r"holds 'evaluation-by-hand.json' and 1 more, which no command"
+    with pytest.raises(runs.RunError, match=match) as error:
+        runs.train_run(RECIPE, run_dir)
+    assert "\n" not in str(error.value)
+    assert sorted(path.name for path in run_dir.iterdir()) == before
+    assert (run_dir / "syntax-notes.txt").read_text() == "notes"
+
+
+@row
+def evaluate_never_overwrites_a_file_it_did_not_write(probe):
+    run_dir = probe.copy("finished")
+    (run_dir / "evaluation-test.json").write_text('{"mine": 1}')
+    argv = [str(run_dir)]
+    line = one_line_exit(probe.capsys, lambda: evaluate.main(argv))
+    assert "evaluation-test.json' is not a file python -m training.evaluate" in line
+    assert (run_dir / "evaluation-test.json").read_text() == '{"mine": 1}'
+
+
+# 3. Planted links sent training outside the run directory.
+
+
+def refused_link(probe, which, name):
+    """`name` in a copy of the `which` run is a link to a copy of itself
+    outside; training refuses it in one line and changes nothing there."""
+    run_dir = probe.copy(which)
+    outside = probe.tmp / "outside"
+    outside.mkdir()
+    if (run_dir / name).is_dir():
+        shutil.move(run_dir / name, outside / name)
+    else:
+        (outside / name).mkdir()
+    (run_dir / name).symlink_to(outside / name)
+    before = {str(p): p.stat().st_mtime_ns for p in outside.rglob("*")}
+    with pytest.raises(ValueError, match=r"is a symbolic link \(to ") as error:
+        runs.train_run(RECIPE, run_dir)
+    assert f"{name}' is a symbolic link" in str(error.value)
+    assert {str(p): p.stat().st_mtime_ns for p in outside.rglob("*")} == before
+    assert sorted(p.name for p in outside.iterdir()) == [name]
+
+
+@row
+def a_backup_link_is_refused(probe):
+    refused_link(probe, "interrupted", runs.BACKUP)
+
+
+@row
+def an_attempt_link_in_a_finished_run_is_refused(probe):
+    refused_link(probe, "finished", ATTEMPT)
+
+
+@row
+def an_export_target_that_is_a_link_is_refused(probe):
+    probe.monkeypatch.setattr(saved_model, "export_model", stand_in_export)
+    (probe.tmp / "elsewhere").mkdir()
+    (probe.tmp / "elsewhere" / saved_model.MARKER).write_text("{}")
+    (probe.tmp / "o").symlink_to(probe.tmp / "elsewhere")
+    with pytest.raises(ValueError, match=r"export target '.*o' is a symbolic link"):
+        saved_model.export_run(probe.made["finished"], probe.tmp / "o")
+    assert (probe.tmp / "o").is_symlink()
+    assert sorted(p.name for p in probe.tmp.iterdir()) == ["elsewhere", "o"]
+
+
+# 7. A backup that claimed the last epoch marked a cut-off run finished.
+
+
+@row
+def a_backup_claiming_more_epochs_than_its_log_is_refused(probe):
+    match = r"epoch is 3; expected 2, the epochs whose rows log.csv holds"
+    refused_backup(probe, {"epoch": 3}, match)
+
+
+# 9. Ctrl-C during a preset or export write could be swallowed by Python (it
+# came in a __del__ or a gc callback, as JAX's), and the command exited 0.
+
+
+class DroppedCtrlC:
+    """Its `__del__` receives a Ctrl-C: Python prints and drops the
+    `KeyboardInterrupt` raised there, as in JAX's gc callback."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the handler runs here, inside __del__
+
+
+def dropped_ctrl_c_while(module, name, probe):
+    original = getattr(module, name)
+
+    def writing(*args, **kwargs):
+        result = original(*args, **kwargs)
+        DroppedCtrlC()  # made and deleted at once
+        return result
+
+    probe.monkeypatch.setattr(module, name, writing)
+
+
+@row
+def a_dropped_ctrl_c_during_a_preset_write_leaves_no_preset(probe):
+    dropped_ctrl_c_while(preset_builder, "_write_run_files", probe)
+    argv = [str(probe.made["finished"]), str(probe.tmp / "p")]
+    line = one_line_exit(probe.capsys, lambda: preset.main(argv), code=130)
+    assert "interrupted" in line
+    assert list(probe.tmp.iterdir()) == []
+
+
+@row
+def a_dropped_ctrl_c_during_an_export_leaves_no_export(probe):
+    probe.monkeypatch.setattr(saved_model, "export_model", stand_in_export)
+    dropped_ctrl_c_while(saved_model, "export_model", probe)
+    argv = [str(probe.made["finished"]), str(probe.tmp / "o")]
+    line = one_line_exit(probe.capsys, lambda: export.main(argv), code=130)
+    assert "interrupted" in line
+    assert list(probe.tmp.iterdir()) == []
+
+
+@row
+def analyze_and_syntax_interrupted_are_one_line(probe):
+    from training import analyze
+    from training.analysis import targeted_syntax
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    import training.analysis as analysis
+
+    finished = str(probe.made["finished"])
+    probe.monkeypatch.setattr(analysis, "analyze", interrupt)
+    probe.monkeypatch.setattr(targeted_syntax, "evaluate_syntax", interrupt)
+    commands = [
+        (analyze.main, ["ldpa", finished, "--out", str(probe.tmp / "a")]),
+        (syntax.main, [finished, "--suite", "s.jsonl", "--out", str(probe.tmp / "s")]),
+    ]
+    for main, argv in commands:
+        line = one_line_exit(probe.capsys, lambda: main(argv), code=130)  # noqa: B023
+        assert "interrupted" in line, line
+    assert list(probe.tmp.iterdir()) == []
+
+
 @pytest.mark.parametrize("probe_row", ROWS, ids=lambda function: function.__name__)
 def test_probe(probe_row, made, tmp_path, monkeypatch, capsys):
     probe_row(Probe(made, tmp_path, monkeypatch, capsys))
@@ -438,3 +585,18 @@ def test_probe_exports_started_together_each_end_whole(made, tmp_path):
     assert any(process.returncode == 0 for process in processes)
     assert (target / saved_model.MARKER).is_file()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["o"]
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_probe_ctrl_c_at_start_up_is_one_line(backend, tmp_path):
+    # Issue 62: 4 of 16 timed Ctrl-Cs at start-up crashed (SIGSEGV, SIGABRT)
+    # or printed a traceback. A few moments here (from the package's import to
+    # the backend's); `python -m tests.training.startup_interrupts` tries 20.
+    from tests.training import startup_interrupts
+
+    for delay in (0.5, 1.5, 4.0):
+        status, lines = startup_interrupts.interrupt_at(
+            backend, delay, tmp_path / f"{delay}"
+        )
+        assert startup_interrupts.one_line_130(status, lines), (delay, status, lines)

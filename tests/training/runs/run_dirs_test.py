@@ -10,7 +10,7 @@ import pytest
 import zoo
 from training.core.callbacks import RunBackup
 from training.reproduction import records, table_runs
-from training.runs import run_dirs
+from training.runs import run_dirs, run_files
 from training.tasks import recipes
 
 RECIPE = recipes.resolve("tiny_dyck_lstm", "small", ["train.epochs=3"])
@@ -49,6 +49,7 @@ def test_a_run_directory_of_any_command_is_owned(tmp_path):
     ]
     for name in names:
         (tmp_path / name).mkdir()
+    run_files.record(tmp_path, *names)  # as each command does before it writes
     run_dirs.check_owned(tmp_path)  # passes
     run_dirs.check_owned(tmp_path / "missing")  # a new one passes
 
@@ -58,7 +59,7 @@ def test_a_run_directory_of_any_command_is_owned(tmp_path):
     [
         ("card.json", r"is a preset \(it holds card.json\)"),
         ("record.json", r"is a record of results/ \(it holds record.json\)"),
-        ("notes.txt", r"holds 'notes.txt', which python -m training.train does"),
+        ("notes.txt", r"holds 'notes.txt', which no command of the project wrote"),
         ("README.md", r"holds 'README.md'"),
     ],
 )
@@ -112,6 +113,7 @@ def finished_with_attempt(folder):
     (folder / "saved_model").mkdir()
     (folder / "evaluation-test.json").write_text("old")
     (folder / "timing.json").write_text("runner")
+    run_files.record(folder, "saved_model", "evaluation-test.json")  # written so
 
 
 def assert_promoted(folder):
@@ -162,7 +164,7 @@ def test_scratch_folders_are_unique_and_never_the_users(tmp_path):
     first, second = (run_dirs.scratch_beside(tmp_path / "o") for _ in range(2))
     assert first != second and first.parent == tmp_path
     assert first.name.startswith(f"o.partial-{os.getpid()}-")
-    assert run_dirs.owned(first.name)
+    assert run_files.is_temporary(first.name)
     with pytest.raises(run_dirs.RunError, match="Cannot write the target '/proc/x'"):
         run_dirs.scratch_beside("/proc/x")
 
