@@ -451,59 +451,45 @@ REMEASURE = _Remeasure(
 # Metadata only: the recipe and the metrics are the preset's recipe.json and
 # metrics.json beside it (a card that copies them is refused); its recipe is
 # checked when it loads, as a run's is (`training.runs.runs.load_run`).
-CARD = Table(
-    {
-        "name": Text(),
-        "description": Text(),
-        "task": Text(),
-        "cell": Text(),
-        "command": Text(nullable=True),
-        "seed": Number(0, integer=True),
-        "table": Either(
-            Null(),
-            Table(
-                {
-                    "name": Text(),
-                    "title": Text(),
-                    "row": Text(),
-                    "paper": Table(others=PAPER_VALUE),
-                    "note": Text(),
-                }
-            ),
-            expected="null or an object of name, title, row, paper and note",
-        ),
-        "parameters": Table(
-            {"total": Number(0, integer=True), "trainable": Number(0, integer=True)}
-        ),
-        "size_bytes": Number(0, integer=True),
-        "remeasure": REMEASURE,
-        # what a rule scores on the same splits (`Task.trivial_baseline`)
-        "baseline": Table(
+_CARD_KEYS = {
+    "name": Text(),
+    "description": Text(),
+    "task": Text(),
+    "cell": Text(),
+    "command": Text(nullable=True),
+    "seed": Number(0, integer=True),
+    "table": Either(
+        Null(),
+        Table(
             {
                 "name": Text(),
-                "order": Number(1, integer=True),
-                "k": Number(0, low_open=True),
-                "valid": Table(others=Number()),
-                "test": Table(others=Number()),
-            },
-            required=("name", "test"),
+                "title": Text(),
+                "row": Text(),
+                "paper": Table(others=PAPER_VALUE),
+                "note": Text(),
+            }
         ),
-        "versions": Table(others=Text()),
-    },
-    required=(
-        "name",
-        "description",
-        "task",
-        "cell",
-        "command",
-        "seed",
-        "table",
-        "parameters",
-        "size_bytes",
-        "remeasure",
-        "versions",
+        expected="null or an object of name, title, row, paper and note",
     ),
-)
+    "parameters": Table(
+        {"total": Number(0, integer=True), "trainable": Number(0, integer=True)}
+    ),
+    "size_bytes": Number(0, integer=True),
+    "remeasure": REMEASURE,
+    # what a rule scores on the same splits (`Task.trivial_baseline`)
+    "baseline": Table(
+        {
+            "name": Text(),
+            "order": Number(1, integer=True),
+            "k": Number(0, low_open=True),
+            "valid": Table(others=Number()),
+            "test": Table(others=Number()),
+        },
+        required=("name", "test"),
+    ),
+    "versions": Table(others=Text()),
+}
+CARD = Table(_CARD_KEYS, required=tuple(k for k in _CARD_KEYS if k != "baseline"))
 
 # A search's settings (`tuning.search`): compared key by key when resumed.
 SEARCH_SETTINGS = Table(others=_ANY)
