@@ -44,6 +44,7 @@ COMMANDS = (
     "training.syntax",
     "training.reproduce",
     "training.preset",
+    "training.migrate",
     "tuning.search",
     "tuning.protocol",
 )
