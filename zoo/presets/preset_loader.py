@@ -50,7 +50,6 @@ import keras
 # (the model classes are registered by `zoo` itself, imported first).
 import zoo.cells  # noqa: F401
 import zoo.layers  # noqa: F401
-from zoo.zoo_model import ZooModel
 
 PRESET_DIR = Path(__file__).parent
 PRESET = "preset.json"
@@ -207,12 +206,13 @@ class PresetLoader:
             )
         return version
 
-    def load_model(self, model=None, expected=ZooModel):
+    def load_model(self, model=None, expected=None):
         """The model of `best.keras`, uncompiled.
 
         Without `model`: loaded whole (`keras.saving.load_model`, safe
         mode): the zoo model class the file records, refused in one line
-        unless an `expected` one. With `model` (one rebuilt from
+        unless of the class `expected` (`Class.from_preset` passes its own)
+        where one is given. With `model` (one rebuilt from
         `config()`, as the commands do, since a run directory's file holds
         the model as it trained: stateful, in mixed precision): the file's
         weights loaded into it (`load_weights`), which is returned.
@@ -226,7 +226,7 @@ class PresetLoader:
             model = keras.saving.load_model(path, compile=False, safe_mode=True)
         except (OSError, ValueError, TypeError, zipfile.BadZipFile) as error:
             raise ValueError(_unreadable(path, error)) from None
-        if not isinstance(model, expected):
+        if expected is not None and not isinstance(model, expected):
             raise ValueError(
                 f"{str(path)!r} holds a {type(model).__name__}; expected a zoo."
                 f"{expected.__name__} (a file from before the zoo's model classes: "
@@ -275,7 +275,7 @@ def save_preset(model, directory, tokenizer=None):
     of it is overwritten). The model file is written beside its place and
     moved in, so a preset's `best.keras` is whole or what it was.
     """
-    if not isinstance(model, ZooModel):
+    if not hasattr(model, "save_to_preset"):  # zoo.ZooModel's, duck-typed
         raise ValueError(
             "save_to_preset saves a zoo model (zoo.LanguageModel, ...); received "
             f"{type(model).__name__}."
