@@ -82,3 +82,41 @@ def test_the_scan_flags_a_written_name(source):
 )
 def test_the_scan_passes_lookups_without_a_written_name(source):
     assert list(written_names(ast.parse(source))) == []
+
+
+LIBRARY = ("zoo", "training", "tuning")
+
+
+def layer_indexing(tree):
+    """`(line, code)` of each `x.layers[...]` in `tree`: a layer found by position."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "layers"
+        ):
+            yield node.lineno, ast.unparse(node)
+
+
+def test_no_library_module_finds_a_layer_by_its_index():
+    # A part is an attribute of its model (`model.decoder`, `.recurrent_layers`).
+    wrong = [
+        f"{path}:{line} {code}"
+        for path, tree in sources().items()
+        if path.parts[0] in LIBRARY
+        for line, code in sorted(layer_indexing(tree))
+    ]
+    assert not wrong, "Layers found by index:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        ("before = model.layers[model.layers.index(head) - 1]", True),
+        ("first = model.layers[0]", True),
+        ("layers = model.recurrent_layers[0]", False),
+        ("for layer in model.layers: pass", False),
+    ],
+)
+def test_the_index_scan_flags_an_index(source, found):
+    assert bool(list(layer_indexing(ast.parse(source)))) == found

@@ -44,6 +44,7 @@ COMMANDS = (
     "training.syntax",
     "training.reproduce",
     "training.preset",
+    "training.migrate",
     "tuning.search",
     "tuning.protocol",
 )
@@ -348,3 +349,57 @@ def test_commands_import_keras_only_once_their_arguments_are_read():
         if loaded:
             wrong[command] = loaded
     assert not wrong, wrong
+
+
+def import_graph():
+    """`{module: modules it imports}`, package faces (`__init__.py`) left out
+    as `farm-studio look` leaves them out; imports inside functions count."""
+    faces = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    return {
+        module: {name for _, name, _ in imports(module) if name in MODULES} - faces
+        for module in MODULES
+        if module not in faces
+    }
+
+
+def circles(graph):
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    # What `farm-studio look` counts as circles: an import inside a function
+    # ties two modules as one at the top does.
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_scan_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        ["a", "b", "c"]
+    ]

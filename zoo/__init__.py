@@ -1,11 +1,14 @@
 """A Keras 3 model zoo of input-dependent and stack-augmented recurrent cells."""
 
 from zoo import cells
-from zoo.backbone import bidirectional_layer, recurrent_layer
+from zoo.backbone import Backbone, bidirectional_layer, recurrent_layer
 from zoo.cells import *  # noqa: F403
-from zoo.labeling import classifier, tagger
+from zoo.dyck_model import DyckRNN, dyck_rnn_model
+from zoo.labeling import Classifier, Tagger, classifier, tagger
 from zoo.model_parts import ModelParts, model_parts
 from zoo.models import (
+    LanguageModel,
+    Recognizer,
     default_jit_compile,
     hybrid_recognition_loss,
     language_model,
@@ -14,28 +17,36 @@ from zoo.models import (
     reset_states,
     trace_recognizer,
 )
-from zoo.presets import from_preset, load_preset, preset_card
+from zoo.presets import from_preset, preset_card
 from zoo.registry import (
     available_cells,
     cell_takes_vocab_size,
     get_cell,
     get_cell_class,
 )
-from zoo.tensorflow_loop import tensorflow_loop
-from zoo.tensorflow_steps import tensorflow_steps
+from zoo.rnn_layer import RNN
+from zoo.zoo_model import ZooModel
 
 __all__ = [
+    "Backbone",
+    "Classifier",
+    "DyckRNN",
+    "LanguageModel",
+    "RNN",
+    "Recognizer",
+    "Tagger",
+    "ZooModel",
     "available_cells",
     "bidirectional_layer",
     "cell_takes_vocab_size",
     "classifier",
     "default_jit_compile",
+    "dyck_rnn_model",
     "get_cell",
     "get_cell_class",
     "hybrid_recognition_loss",
     "from_preset",
     "language_model",
-    "load_preset",
     "model_parts",
     "ModelParts",
     "preset_card",
@@ -44,8 +55,6 @@ __all__ = [
     "recurrent_layer",
     "reset_states",
     "tagger",
-    "tensorflow_loop",
-    "tensorflow_steps",
     "trace_recognizer",
     *cells.__all__,
 ]

@@ -20,19 +20,18 @@ analyses report by them. Nothing looks a layer up by one
 import keras
 from keras import ops
 
-from zoo.cells.diffstk_jax import carry_noise_key_on_jax
 from zoo.checks import check_number, check_positive_int
 from zoo.registry import cell_takes_vocab_size, get_cell_class
-from zoo.tensorflow_loop import tensorflow_loop
+from zoo.rnn_layer import RNN
 
 
 def recurrent_layer(cell, units, **options):
     """Returns the sequence layer of the cell registered as `cell`.
 
     Cells with a sequence layer of their own (minGRU and minLSTM, which scan
-    in parallel) get it; every other cell is wrapped in `keras.layers.RNN`,
-    with the zoo's faster loop on TensorFlow (`tensorflow_loop`) and, on JAX,
-    a DiffStk cell's with `carry_noise_key_on_jax`, for its state noise.
+    in parallel) get it; every other cell is wrapped in `zoo.RNN`
+    (`keras.layers.RNN` with the zoo's faster loop on TensorFlow and a
+    DiffStk cell's noise key on JAX).
     Options that `keras.layers.RNN` takes (`return_sequences`,
     `return_state`, `stateful`, `go_backwards`, `unroll`) go to the layer,
     the rest to the cell.
@@ -44,8 +43,7 @@ def recurrent_layer(cell, units, **options):
     sequence_layer = getattr(cell_class, "sequence_layer", None)
     if sequence_layer is not None:
         return sequence_layer(units, **rnn_options, **options)
-    layer = keras.layers.RNN(cell_class(units, **options), **rnn_options)
-    return carry_noise_key_on_jax(tensorflow_loop(layer))
+    return RNN(cell_class(units, **options), **rnn_options)
 
 
 def bidirectional_layer(cell, units, **options):
@@ -57,16 +55,13 @@ def bidirectional_layer(cell, units, **options):
     is the forward pass's state after the last unmasked token beside the
     backward pass's state after the first token: each direction's whole
     reading of the sequence (the lecture's "slight modifications" for
-    classification). Both copies get `tensorflow_loop` and, on JAX, a
-    DiffStk layer's `carry_noise_key_on_jax`, which Keras's copying drops.
+    classification). Keras makes the backward copy with `from_config`, so
+    it is a `zoo.RNN` too, with the zoo's loop.
     """
     name = options.pop("name", None)
-    layer = keras.layers.Bidirectional(
+    return keras.layers.Bidirectional(
         recurrent_layer(cell, units, **options), name=name
     )
-    for direction in (layer.forward_layer, layer.backward_layer):
-        carry_noise_key_on_jax(tensorflow_loop(direction))
-    return layer
 
 
 def variational_dropout(rate, name):
@@ -115,12 +110,13 @@ def recurrent_stack(
     state. When `masked` (the builders that pad with 0), every layer is
     called with `mask`, the padding mask of a cell that reads ids or None
     after an embedding (whose output carries its own); a language model's
-    are called on their input alone. The two calls differ in the graph a
-    `.keras` file records, so each builder keeps its own. Returns the top
-    layer's output.
+    are called on their input alone. Returns `(output, layers)`: the top
+    layer's output (after its dropout) and the recurrent layers, bottom
+    first.
     """
     output_dropout = dropout if output_dropout is None else output_dropout
     make_layer = bidirectional_layer if bidirectional else recurrent_layer
+    layers = []
     for index, name in enumerate(names):
         top = index == len(names) - 1
         sequences = not (last_state and top)
@@ -132,13 +128,14 @@ def recurrent_stack(
             **layer_options,
             **dict(cell_options),
         )
+        layers.append(layer)
         x = layer(x, mask=mask) if masked else layer(x)
         rate = output_dropout if top else dropout
         if rate and sequences:
             x = variational_dropout(rate, f"dropout_{index}")(x)
         elif rate:
             x = keras.layers.Dropout(rate, name=f"dropout_{index}")(x)
-    return x
+    return x, layers
 
 
 def pass_vocab_size(cell, vocab_size, cell_options):
@@ -170,39 +167,165 @@ def check_token_id_cell(cell, **settings):
     return True
 
 
-def masked_token_inputs(
-    cell, vocab_size, units, embedding_dim, num_layers, dropout, cell_options
-):
-    """The token-id input of a masked builder and what its first layer reads.
-
-    Checks the builder's arguments, then returns `(ids, x, mask)`: `ids`,
-    the int32 `keras.Input` `(batch, time)` named `"tokens"`, 0 as padding;
-    `x`, the ids through an embedding with `mask_zero=True` (and variational
-    `dropout`), or, for a cell that reads token ids, the ids as
-    `(batch, time, 1)` (`cell_options` then get `vocab_size` if the cell
-    takes it); `mask`, None for an embedding (which carries its own), else
-    the padding mask to pass to every recurrent layer. `zoo.recognizer`,
-    `zoo.tagger` and `zoo.classifier` start from it.
-    """
+def _check_arguments(cell, vocab_size, units, embedding_dim, num_layers, rates):
     get_cell_class(cell)  # an unknown name first
     check_positive_int("vocab_size", vocab_size)
     check_positive_int("units", units)
     check_positive_int("num_layers", num_layers)
-    check_number("dropout", dropout, 0, 1, high_open=True)
     if embedding_dim is not None:
         check_positive_int("embedding_dim", embedding_dim)
-    takes_ids = check_token_id_cell(
-        cell, num_layers=num_layers, embedding_dim=embedding_dim
-    )
-    ids = keras.Input(shape=(None,), dtype="int32", name="tokens")
-    if takes_ids:
-        pass_vocab_size(cell, vocab_size, cell_options)
-        x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
-        return ids, x, ops.not_equal(ids, 0)
-    embedding = keras.layers.Embedding(
-        vocab_size, embedding_dim or units, mask_zero=True, name="embedding"
-    )
-    x = embedding(ids)
-    if dropout:
-        x = variational_dropout(dropout, "embedding_dropout")(x)
-    return ids, x, None
+    for name, rate in rates.items():
+        check_number(name, rate, 0, 1, high_open=True)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Backbone(keras.Model):
+    """The zoo's backbone: token ids to the top recurrent layer's states.
+
+    A functional `keras.Model` (as keras-hub's backbones are): token ids
+    `(batch, time)` -> embedding (or the ids themselves, `(batch, time, 1)`,
+    for a cell that reads them: `takes_token_ids`) -> variational dropout ->
+    `num_layers` recurrent layers of the registered `cell`, with dropout
+    after each -> `(batch, time, units)` (`2 * units` when
+    `bidirectional`; `(batch, units)` when `last_state`). Every head class
+    (`zoo.LanguageModel`, `zoo.Recognizer`, `zoo.Tagger`, `zoo.Classifier`)
+    builds one and puts its heads on its output; the head's graph is then
+    flat (its layers are the backbone's and its own), and the backbone is
+    its `backbone` attribute.
+
+    Two kinds, as `masked` says:
+
+    - `masked=True` (recognizer, tagger, classifier): id 0 is padding; the
+      input is named `"tokens"`, the embedding is a `keras.layers.Embedding`
+      with `mask_zero=True` (a cell that reads ids gets the padding mask),
+      the recurrent layers are named `recurrent`, `recurrent_1`, ...
+    - `masked=False` (language model): nothing is masked; the embedding is
+      a `keras.layers.ReversibleEmbedding` (a tied decoder reads it in
+      reverse), the layers are named `{cell}_0`, `{cell}_1`, ...; it may be
+      `stateful` (with a fixed `batch_size`).
+
+    Args:
+        cell: Registry name of the cell (see `zoo.available_cells()`).
+        vocab_size: Positive integer, the number of token ids.
+        units: Positive integer, each layer's (each direction's) hidden size.
+        embedding_dim: Size of the embedding. Default: `units`.
+        num_layers: Number of stacked recurrent layers. Default: 1.
+        dropout: Variational dropout rate in [0, 1) on the embedding and
+            between layers. Default: 0.
+        output_dropout: Dropout rate after the top layer. Default: `dropout`.
+        masked: Whether id 0 is masked padding (above). Default: `True`.
+        bidirectional: Whether every layer also reads right to left.
+            Default: `False`.
+        last_state: Whether the top layer returns its last state only.
+            Default: `False`.
+        stateful: Whether the recurrent state carries over between batches
+            (`masked=False` only); needs `batch_size`. Default: `False`.
+        batch_size: Fixed batch size, required when `stateful`.
+        cell_options: Dict of the cell's constructor arguments.
+
+    Parts: `token_embedding` (None for a cell that reads ids),
+    `recurrent_layers` (bottom first).
+
+    Example:
+
+    >>> backbone = zoo.Backbone("mlstm", vocab_size=50, units=16, num_layers=2)
+    >>> backbone(np.ones((3, 7), "int32")).shape
+    (3, 7, 16)
+    """
+
+    def __init__(
+        self,
+        cell,
+        vocab_size,
+        units,
+        embedding_dim=None,
+        num_layers=1,
+        dropout=0.0,
+        output_dropout=None,
+        masked=True,
+        bidirectional=False,
+        last_state=False,
+        stateful=False,
+        batch_size=None,
+        cell_options=None,
+        **kwargs,
+    ):
+        output_dropout = dropout if output_dropout is None else output_dropout
+        rates = {"dropout": dropout, "output_dropout": output_dropout}
+        _check_arguments(cell, vocab_size, units, embedding_dim, num_layers, rates)
+        for name, value in (("bidirectional", bidirectional), ("masked", masked)):
+            if not isinstance(value, bool):
+                raise ValueError(f"`{name}` must be True or False; received {value!r}.")
+        if stateful:
+            check_positive_int("batch_size (required when stateful=True)", batch_size)
+        options = dict(cell_options or {})
+        takes_ids = check_token_id_cell(
+            cell, num_layers=num_layers, embedding_dim=embedding_dim
+        )
+        ids = keras.Input(
+            shape=(None,),
+            dtype="int32",
+            batch_size=batch_size if stateful else None,
+            name="tokens" if masked else None,
+        )
+        embedding, mask = None, None
+        if takes_ids:
+            pass_vocab_size(cell, vocab_size, options)
+            x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
+            mask = ops.not_equal(ids, 0) if masked else None
+        else:
+            embedding_class = (
+                keras.layers.Embedding if masked else keras.layers.ReversibleEmbedding
+            )
+            extra = {"mask_zero": True} if masked else {"tie_weights": True}
+            embedding = embedding_class(
+                vocab_size, embedding_dim or units, name="embedding", **extra
+            )
+            x = embedding(ids)
+            if dropout:
+                x = variational_dropout(dropout, "embedding_dropout")(x)
+        layer_options = {"stateful": True} if stateful else {}
+        x, layers = recurrent_stack(
+            x,
+            cell,
+            units,
+            recurrent_names(num_layers, None if masked else cell),
+            options,
+            dropout,
+            output_dropout=output_dropout,
+            masked=masked,
+            mask=mask,
+            bidirectional=bidirectional,
+            last_state=last_state,
+            **layer_options,
+        )
+        kwargs.setdefault("name", f"{cell}_backbone")
+        super().__init__(inputs=ids, outputs=x, **kwargs)
+        self.token_embedding = embedding
+        self.recurrent_layers = layers
+        self.cell = cell
+        self.vocab_size = vocab_size
+        self.units = units
+        self.embedding_dim = embedding_dim
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.output_dropout = output_dropout
+        self.masked = masked
+        self.bidirectional = bidirectional
+        self.last_state = last_state
+        self.stateful = stateful
+        self.batch_size = batch_size
+        self.cell_options = dict(cell_options or {})
+
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable}
+        keys = ("cell", "vocab_size", "units", "embedding_dim", "num_layers")
+        keys += ("dropout", "output_dropout", "masked", "bidirectional")
+        keys += ("last_state", "stateful", "batch_size")
+        config.update({key: getattr(self, key) for key in keys})
+        config["cell_options"] = dict(self.cell_options)
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        return cls(**config)

@@ -14,19 +14,17 @@ it.
 Workarounds whose code is the feature of another module use the functions
 here for what is private:
 
-- `zoo.tensorflow_loop`: `keras.layers.RNN`'s TensorFlow loop, replaced
-  (`replace_rnn_loop`, `keras_rnn_loop`, `in_stateless_scope`);
+- `zoo.RNN` and `zoo.tensorflow_loop`: `keras.layers.RNN`'s TensorFlow loop,
+  replaced (`keras_rnn_loop`, `in_stateless_scope`);
 - `zoo.cells.diffstk_jax`: the DiffStk state noise in Keras's JAX loop
-  (`replace_rnn_loop`, `keras_rnn_loop`, `backend_rnn`);
-- `zoo.models.carry_state_on_jax`: a stateful layer's recurrent state through
-  JAX's compiled steps (`carry_variable`);
+  (`keras_rnn_loop`, `backend_rnn`);
+- `zoo.zoo_model.carry_state_on_jax`: a stateful layer's recurrent state
+  through JAX's compiled steps (`carry_variable`);
 - `training.core.callbacks.RunBackup`: a backup that resumes `fit`
   (`set_initial_epoch`);
 - `training.core.fitting.fit` and `zoo.tensorflow_steps`: a train step
   traced once, not twice (`build_compiled_state`).
 """
-
-import functools
 
 import keras
 
@@ -78,7 +76,7 @@ def carry_variable(layer, variable):
     `Layer._seed_generators`; a variable put there is passed through every
     compiled step (those of JAX are pure functions of the variables Keras
     passes) and is not saved with the weights (`get_weights`, `.keras` files,
-    checkpoints). `zoo.models.carry_state_on_jax` uses it for the state
+    checkpoints). `zoo.zoo_model.carry_state_on_jax` uses it for the state
     variables of a stateful `keras.layers.RNN`, which Keras creates untracked
     (`_create_state_variables` runs under `no_automatic_dependency_tracking`).
     Public API considered: `layer.add_variable(..., trainable=False)` tracks
@@ -92,26 +90,13 @@ def carry_variable(layer, variable):
 # --- The recurrent loop -----------------------------------------------------
 
 
-def replace_rnn_loop(layer, loop):
-    """Makes `layer` (a `keras.layers.RNN`) run its time loop with `loop`.
-
-    Keras 3.15's `RNN.call` runs the loop through
-    `self.inner_loop(sequences, initial_state, mask, training)`; this sets
-    that attribute of one layer to `loop(layer, sequences, initial_state,
-    mask, training=False)`, which returns `(last_output, outputs, states)`
-    and may hand a case back to `keras_rnn_loop`. `inner_loop` has no
-    underscore, but nothing documents it as a hook. Public API considered: a
-    subclass of `RNN` overriding it would change the class name saved in
-    every `.keras` file; a layer given its loop here stays a
-    `keras.layers.RNN`, so files of earlier runs load unchanged.
-    """
-    layer.inner_loop = functools.partial(loop, layer)
-
-
 def keras_rnn_loop(layer, sequences, initial_state, mask, training=False):
-    """Keras's own loop of `layer`, whatever `replace_rnn_loop` gave it.
+    """Keras's own loop of `layer`, whatever loop its class runs.
 
-    `keras.layers.RNN.inner_loop` of Keras 3.15, called on `layer`.
+    `keras.layers.RNN.inner_loop` of Keras 3.15, called on `layer`: the
+    method `RNN.call` runs the time loop through. It has no underscore, but
+    nothing documents it as a hook; `zoo.RNN` overrides it (as
+    `keras.layers.LSTM` does) and hands the cases it does not take here.
     """
     return keras.layers.RNN.inner_loop(
         layer, sequences, initial_state, mask, training=training

@@ -17,52 +17,138 @@ either direction, no label and no loss.
 
 import keras
 
-from zoo.backbone import masked_token_inputs, recurrent_names, recurrent_stack
+from zoo.backbone import Backbone
 from zoo.checks import check_choice, check_positive_int
 from zoo.layers.pooling import POOLING_MODES, SequencePooling
-from zoo.tensorflow_steps import tensorflow_steps
+from zoo.zoo_model import ZooModel
 
 POOLINGS = ("last", *POOLING_MODES)
 
 
-def _labeler(
-    pooling,
-    cell,
-    vocab_size,
-    units,
-    num_classes,
-    num_layers,
-    bidirectional,
-    dropout,
-    embedding_dim,
-    cell_options,
-):
+class _Labeler(ZooModel):
     """A tagger (`pooling=None`) or a classifier pooling its states so."""
-    ids, x, mask = masked_token_inputs(
-        cell, vocab_size, units, embedding_dim, num_layers, dropout, cell_options
+
+    config_keys = (
+        "cell",
+        "vocab_size",
+        "units",
+        "num_classes",
+        "num_layers",
+        "bidirectional",
+        "dropout",
+        "embedding_dim",
+        "cell_options",
     )
-    check_positive_int("num_classes", num_classes)
-    if not isinstance(bidirectional, bool):
-        raise ValueError(
-            f"`bidirectional` must be True or False; received {bidirectional!r}."
+
+    def _labeler_graph(self, pooling, kind, arguments, kwargs):
+        check_positive_int("num_classes", arguments["num_classes"])
+        backbone = Backbone(
+            arguments["cell"],
+            arguments["vocab_size"],
+            arguments["units"],
+            embedding_dim=arguments["embedding_dim"],
+            num_layers=arguments["num_layers"],
+            dropout=arguments["dropout"],
+            bidirectional=arguments["bidirectional"],
+            last_state=pooling == "last",  # the top layer returns its last state
+            cell_options=arguments["cell_options"],
         )
-    x = recurrent_stack(
-        x,
+        x = backbone.output
+        pool = None
+        if pooling in POOLING_MODES:
+            mask = None
+            if backbone.token_embedding is None:  # a cell that reads ids
+                mask = keras.ops.not_equal(backbone.input, 0)
+            pool = SequencePooling(pooling, name="pooling")
+            x = pool(x, mask=mask)
+        head = keras.layers.Dense(
+            arguments["num_classes"], dtype="float32", name="logits"
+        )
+        logits = head(x)
+        kwargs.setdefault("name", f"{arguments['cell']}_{kind}")
+        ZooModel.__init__(self, backbone.input, logits, **kwargs)
+        self.backbone = backbone
+        self.token_embedding = backbone.token_embedding
+        self.recurrent_layers = backbone.recurrent_layers
+        self.pooling_layer = pool
+        self.logits = head
+        self.heads = {self.output_names[0]: head}
+        for key, value in arguments.items():
+            setattr(self, key, dict(value or {}) if key == "cell_options" else value)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Tagger(_Labeler):
+    """A sequence tagger: token ids to a class distribution per token (`tagger`).
+
+    The constructor takes `tagger`'s arguments, the cell's options as the
+    dict `cell_options`; they are its config. Parts: `backbone` (a masked
+    `zoo.Backbone`), `token_embedding`, `recurrent_layers`, `logits` (the
+    head's `Dense`).
+    """
+
+    def __init__(
+        self,
         cell,
+        vocab_size,
         units,
-        recurrent_names(num_layers),
-        cell_options,
-        dropout,
-        masked=True,
-        mask=mask,
-        bidirectional=bidirectional,
-        last_state=pooling == "last",  # the top layer returns its last state
-    )
-    if pooling in POOLING_MODES:
-        x = SequencePooling(pooling, name="pooling")(x, mask=mask)
-    logits = keras.layers.Dense(num_classes, dtype="float32", name="logits")(x)
-    kind = "tagger" if pooling is None else "classifier"
-    return tensorflow_steps(keras.Model(ids, logits, name=f"{cell}_{kind}"))
+        num_classes,
+        num_layers=1,
+        bidirectional=False,
+        dropout=0.0,
+        embedding_dim=None,
+        cell_options=None,
+        **kwargs,
+    ):
+        arguments = {
+            key: value for key, value in locals().items() if key in self.config_keys
+        }
+        self._labeler_graph(None, "tagger", arguments, kwargs)
+
+    def text_outputs(self, ids, start_id=None):
+        """`lengths`, `labels` `(batch, time)` (-1 past the end), `probabilities`."""
+        from zoo import serving
+
+        return serving.labels(self, ids, per_token=True)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Classifier(_Labeler):
+    """A text classifier: token ids to one class distribution (`classifier`).
+
+    The constructor takes `classifier`'s arguments, the cell's options as
+    the dict `cell_options`; they are its config. Parts: `tagger`'s, and
+    `pooling_layer` (the `SequencePooling` of `"mean"` and `"max"`, else
+    None).
+    """
+
+    config_keys = (*_Labeler.config_keys, "pooling")
+
+    def __init__(
+        self,
+        cell,
+        vocab_size,
+        units,
+        num_classes,
+        num_layers=1,
+        bidirectional=False,
+        dropout=0.0,
+        embedding_dim=None,
+        pooling="last",
+        cell_options=None,
+        **kwargs,
+    ):
+        check_choice("pooling", pooling, POOLINGS)
+        arguments = {
+            key: value for key, value in locals().items() if key in self.config_keys
+        }
+        self._labeler_graph(pooling, "classifier", arguments, kwargs)
+
+    def text_outputs(self, ids, start_id=None):
+        """`lengths`, one `label` `(batch,)` and `probabilities` per text."""
+        from zoo import serving
+
+        return serving.labels(self, ids, per_token=False)
 
 
 def tagger(
@@ -112,8 +198,17 @@ def tagger(
     >>> model(np.array([[3, 3, 5, 6, 0]], "int32")).shape
     (1, 5, 5)
     """
-    layers = (num_layers, bidirectional, dropout, embedding_dim)
-    return _labeler(None, cell, vocab_size, units, num_classes, *layers, cell_options)
+    return Tagger(
+        cell,
+        vocab_size,
+        units,
+        num_classes,
+        num_layers=num_layers,
+        bidirectional=bidirectional,
+        dropout=dropout,
+        embedding_dim=embedding_dim,
+        cell_options=cell_options,
+    )
 
 
 def classifier(
@@ -158,8 +253,15 @@ def classifier(
     >>> model(np.ones((3, 7), "int32")).shape
     (3, 2)
     """
-    check_choice("pooling", pooling, POOLINGS)
-    layers = (num_layers, bidirectional, dropout, embedding_dim)
-    return _labeler(
-        pooling, cell, vocab_size, units, num_classes, *layers, cell_options
+    return Classifier(
+        cell,
+        vocab_size,
+        units,
+        num_classes,
+        num_layers=num_layers,
+        bidirectional=bidirectional,
+        dropout=dropout,
+        embedding_dim=embedding_dim,
+        pooling=pooling,
+        cell_options=cell_options,
     )

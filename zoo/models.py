@@ -9,30 +9,21 @@ al. (2020, section 3) train it to predict at every step both the next symbol
 object is needed to load a saved recognizer). `trace_recognizer` returns the
 stack actions of a recognizer built on a stack cell.
 
-Both put their heads on the backbone every builder shares (`zoo.backbone`:
-the embedding, the recurrent layers and the dropout between them);
-`zoo.model_parts` finds the parts of a model built or loaded.
+Each builder constructs its class (`LanguageModel`, `Recognizer`: a
+`zoo.ZooModel` each, whose constructor arguments are its config), which puts
+its heads on a `zoo.Backbone` (the embedding, the recurrent layers and the
+dropout between them) and keeps its parts as attributes.
 """
 
 import keras
 from keras import ops
 
-from zoo import keras_compat
-from zoo.backbone import (
-    check_token_id_cell,
-    masked_token_inputs,
-    pass_vocab_size,
-    recurrent_names,
-    recurrent_stack,
-    variational_dropout,
-)
+from zoo.backbone import Backbone, check_token_id_cell
 from zoo.cells.stack_cell import trace_stack
-from zoo.checks import check_number, check_positive_int
 from zoo.devices import gpu_visible
 from zoo.model_parts import model_parts
-from zoo.registry import get_cell_class
-from zoo.tensorflow_steps import tensorflow_steps
 from zoo.walk import walk_layers
+from zoo.zoo_model import ZooModel
 
 # On a CPU, XLA pays up to these units, at every measured length
 # (benchmarks/README.md, `python benchmarks/xla.py`); `CPU_XLA_LIMIT` bounds
@@ -81,38 +72,6 @@ def reset_states(model):
     for layer in walk_layers(model):
         if getattr(layer, "stateful", False) and hasattr(layer, "reset_state"):
             layer.reset_state()
-
-
-def carry_state_on_jax(model):
-    """Makes compiled steps on JAX carry `model`'s stateful recurrent state.
-
-    Keras 3.15's `keras.layers.RNN` creates its `states` variables untracked
-    (`_create_state_variables` runs under `no_automatic_dependency_tracking`),
-    so they are not among `model.non_trainable_variables`. TensorFlow's
-    compiled steps read and assign them in place anyway; JAX's are pure
-    functions of the variables Keras passes in, so `fit`, `evaluate` and
-    `predict` read a stateful layer's state as the constant it was when the
-    step was traced (zeros) and drop its update: every batch starts from zero.
-    Each state variable is listed where Keras lists seed-generator state
-    (`keras_compat.carry_variable`): among the layer's `variables` (and so
-    passed through every step), not its `weights` (so `get_weights`, `.keras`
-    files and checkpoints are those of the stateless model). Nothing changes
-    on other backends. Can go when Keras tracks RNN state itself (no upstream
-    issue found as of 2026-10).
-    """
-    if keras.backend.backend() != "jax":
-        return model
-    for layer in walk_layers(model):
-        states = (
-            getattr(layer, "states", None)
-            if getattr(layer, "stateful", False)
-            else None
-        )
-        if not states:
-            continue
-        for variable in keras.tree.flatten(states):
-            keras_compat.carry_variable(layer, variable)
-    return model
 
 
 def language_model(
@@ -165,62 +124,139 @@ def language_model(
     >>> model(np.zeros((3, 7), "int32")).shape
     (3, 7, 50)
     """
-    get_cell_class(cell)  # an unknown name first
-    check_positive_int("vocab_size", vocab_size)
-    check_positive_int("units", units)
-    check_positive_int("num_layers", num_layers)
-    if embedding_dim is not None:
-        check_positive_int("embedding_dim", embedding_dim)
-    output_dropout = dropout if output_dropout is None else output_dropout
-    for name, rate in (("dropout", dropout), ("output_dropout", output_dropout)):
-        check_number(name, rate, 0, 1, high_open=True)
-    if stateful:
-        check_positive_int("batch_size (required when stateful=True)", batch_size)
-    takes_ids = check_token_id_cell(
+    return LanguageModel(
         cell,
-        num_layers=num_layers,
-        embedding_dim=embedding_dim,
-        tie_embeddings=tie_embeddings,
-    )
-    embedding_dim = embedding_dim or units
-
-    ids = keras.Input(
-        shape=(None,), dtype="int32", batch_size=batch_size if stateful else None
-    )
-    embedding = None
-    if takes_ids:
-        pass_vocab_size(cell, vocab_size, cell_options)
-        x = keras.layers.Reshape((-1, 1), name="token_ids")(ids)
-    else:
-        embedding = keras.layers.ReversibleEmbedding(
-            vocab_size, embedding_dim, tie_weights=True, name="embedding"
-        )
-        x = embedding(ids)
-        if dropout:
-            x = variational_dropout(dropout, "embedding_dropout")(x)
-    x = recurrent_stack(
-        x,
-        cell,
+        vocab_size,
         units,
-        recurrent_names(num_layers, cell),
-        cell_options,
+        embedding_dim=embedding_dim,
+        num_layers=num_layers,
         dropout=dropout,
-        output_dropout=output_dropout,
+        tie_embeddings=tie_embeddings,
         stateful=stateful,
+        batch_size=batch_size,
+        output_dropout=output_dropout,
+        cell_options=cell_options,
     )
-    if tie_embeddings:
-        if units != embedding_dim:
-            x = keras.layers.Dense(embedding_dim, use_bias=False, name="projection")(x)
-        logits = embedding(x, reverse=True)
-        # Under a mixed policy the tied decoder computes in the low precision;
-        # the logits are float32 as the untied decoder's are.
-        logits = keras.layers.Activation(None, dtype="float32", name="float32_logits")(
-            logits
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class LanguageModel(ZooModel):
+    """A language model: token ids to next-token logits (`language_model`).
+
+    The constructor takes `language_model`'s arguments, the cell's options
+    as the dict `cell_options`; they are its config. Parts: `backbone` (a
+    `zoo.Backbone`, unmasked), `token_embedding`, `recurrent_layers`,
+    `projection` (the `Dense` to `embedding_dim` before a tied decoder, or
+    None), `decoder` (the logits' `Dense`, or the embedding when
+    `tie_embeddings`) and `decoder_input` (the tensor the decoder reads).
+
+    Example:
+
+    >>> model = zoo.LanguageModel("mlstm", vocab_size=50, units=64)
+    >>> model(np.zeros((3, 7), "int32")).shape
+    (3, 7, 50)
+    """
+
+    config_keys = (
+        "cell",
+        "vocab_size",
+        "units",
+        "embedding_dim",
+        "num_layers",
+        "dropout",
+        "tie_embeddings",
+        "stateful",
+        "batch_size",
+        "output_dropout",
+        "cell_options",
+    )
+
+    def __init__(
+        self,
+        cell,
+        vocab_size,
+        units,
+        embedding_dim=None,
+        num_layers=1,
+        dropout=0.0,
+        tie_embeddings=False,
+        stateful=False,
+        batch_size=None,
+        output_dropout=None,
+        cell_options=None,
+        **kwargs,
+    ):
+        check_token_id_cell(
+            cell,
+            num_layers=num_layers,
+            embedding_dim=embedding_dim,
+            tie_embeddings=tie_embeddings,
         )
-    else:
-        logits = keras.layers.Dense(vocab_size, dtype="float32", name="logits")(x)
-    model = tensorflow_steps(keras.Model(ids, logits, name=f"{cell}_language_model"))
-    return carry_state_on_jax(model) if stateful else model
+        backbone = Backbone(
+            cell,
+            vocab_size,
+            units,
+            embedding_dim=embedding_dim,
+            num_layers=num_layers,
+            dropout=dropout,
+            output_dropout=output_dropout,
+            masked=False,
+            stateful=stateful,
+            batch_size=batch_size,
+            cell_options=cell_options,
+        )
+        x = backbone.output
+        projection = None
+        if tie_embeddings:
+            if units != (embedding_dim or units):
+                projection = keras.layers.Dense(
+                    embedding_dim, use_bias=False, name="projection"
+                )
+                x = projection(x)
+            logits = backbone.token_embedding(x, reverse=True)
+            # Under a mixed policy the tied decoder computes in the low
+            # precision; the logits are float32 as the untied decoder's are.
+            head = keras.layers.Activation(None, dtype="float32", name="float32_logits")
+            logits = head(logits)
+            decoder = backbone.token_embedding
+        else:
+            head = keras.layers.Dense(vocab_size, dtype="float32", name="logits")
+            logits = head(x)
+            decoder = head
+        kwargs.setdefault("name", f"{cell}_language_model")
+        super().__init__(backbone.input, logits, **kwargs)
+        self.backbone = backbone
+        self.token_embedding = backbone.token_embedding
+        self.recurrent_layers = backbone.recurrent_layers
+        self.projection = projection
+        self.decoder = decoder
+        self.heads = {self.output_names[0]: head}
+        self.cell = cell
+        self.vocab_size = vocab_size
+        self.units = units
+        self.embedding_dim = embedding_dim
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.tie_embeddings = tie_embeddings
+        self.stateful = stateful
+        self.batch_size = batch_size
+        self.output_dropout = backbone.output_dropout
+        self.cell_options = dict(cell_options or {})
+
+    @property
+    def decoder_input(self):
+        """The tensor the decoder reads: `(batch, time, embedding_dim or units)`."""
+        return (self.projection or self.backbone).output
+
+    def text_outputs(self, ids, start_id=None):
+        """`lengths`, next-token `log_probabilities`, each `log_likelihood`."""
+        from zoo import serving
+
+        inputs, targets = serving.read_after_start(ids, start_id)
+        padded = inputs.to_tensor(0)  # [batch, time]
+        logits = self(padded, training=False)
+        scores = serving.language_scores(logits, padded, targets)
+        return {"lengths": ids.row_lengths(), **scores}
 
 
 def recognizer(
@@ -272,22 +308,107 @@ def recognizer(
     >>> outputs["next_symbol"].shape, outputs["accept"].shape
     ((3, 5, 7), (3, 5, 1))
     """
-    ids, h, mask = masked_token_inputs(
-        cell, vocab_size, units, embedding_dim, num_layers, dropout, cell_options
+    return Recognizer(
+        cell,
+        vocab_size,
+        units,
+        embedding_dim=embedding_dim,
+        num_layers=num_layers,
+        dropout=dropout,
+        cell_options=cell_options,
     )
-    names = recurrent_names(num_layers)
-    h = recurrent_stack(
-        h, cell, units, names, cell_options, dropout, masked=True, mask=mask
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class Recognizer(ZooModel):
+    """A recognizer: token ids to next-symbol logits and acceptance (`recognizer`).
+
+    The constructor takes `recognizer`'s arguments, the cell's options as
+    the dict `cell_options`; they are its config. Parts: `backbone` (a
+    masked `zoo.Backbone`), `token_embedding`, `recurrent_layers`,
+    `next_symbol` and `accept` (the two heads' `Dense` layers).
+
+    Example:
+
+    >>> model = zoo.Recognizer("lstm", vocab_size=7, units=8)
+    >>> sorted(model(np.ones((3, 5), "int32")))
+    ['accept', 'next_symbol']
+    """
+
+    config_keys = (
+        "cell",
+        "vocab_size",
+        "units",
+        "embedding_dim",
+        "num_layers",
+        "dropout",
+        "cell_options",
     )
-    outputs = {
-        "next_symbol": keras.layers.Dense(
+
+    def __init__(
+        self,
+        cell,
+        vocab_size,
+        units,
+        embedding_dim=None,
+        num_layers=1,
+        dropout=0.0,
+        cell_options=None,
+        **kwargs,
+    ):
+        backbone = Backbone(
+            cell,
+            vocab_size,
+            units,
+            embedding_dim=embedding_dim,
+            num_layers=num_layers,
+            dropout=dropout,
+            cell_options=cell_options,
+        )
+        h = backbone.output
+        next_symbol = keras.layers.Dense(
             vocab_size, dtype="float32", name="next_symbol"
-        )(h),
-        "accept": keras.layers.Dense(
+        )
+        accept = keras.layers.Dense(
             1, activation="sigmoid", dtype="float32", name="accept"
-        )(h),
-    }
-    return tensorflow_steps(keras.Model(ids, outputs, name=f"{cell}_recognizer"))
+        )
+        outputs = {"next_symbol": next_symbol(h), "accept": accept(h)}
+        kwargs.setdefault("name", f"{cell}_recognizer")
+        super().__init__(backbone.input, outputs, **kwargs)
+        self.backbone = backbone
+        self.token_embedding = backbone.token_embedding
+        self.recurrent_layers = backbone.recurrent_layers
+        self.next_symbol = next_symbol
+        self.accept = accept
+        self.heads = {
+            name: {"next_symbol": next_symbol, "accept": accept}[name]
+            for name in self.output_names
+        }
+        self.cell = cell
+        self.vocab_size = vocab_size
+        self.units = units
+        self.embedding_dim = embedding_dim
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.cell_options = dict(cell_options or {})
+
+    def text_outputs(self, ids, start_id=None):
+        """A language model's scores of the next symbol, and `accept` `(batch,)`.
+
+        `accept` is the probability that each whole string is in the
+        language, read at the step of its last token.
+        """
+        import tensorflow as tf
+
+        from zoo import serving
+
+        inputs, targets = serving.read_after_start(ids, start_id)
+        padded = inputs.to_tensor(0)  # [batch, time]
+        outputs = self(padded, training=False)
+        last = inputs.row_lengths() - 1  # the step that read the last token
+        accept = tf.gather(outputs["accept"][..., 0], last, batch_dims=1)
+        scores = serving.language_scores(outputs["next_symbol"], padded, targets)
+        return {"lengths": ids.row_lengths(), "accept": accept, **scores}
 
 
 def hybrid_recognition_loss():

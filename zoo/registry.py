@@ -42,6 +42,33 @@ def cell_takes_vocab_size(cell_class):
     return "vocab_size" in inspect.signature(cell_class.__init__).parameters
 
 
+def cell_options(name):
+    """The sorted options the cell registered as `name` takes (beside `units`).
+
+    Read from the constructor signatures of the cell's class and of every
+    class above it up to `keras.Layer` (an option a subclass passes on in
+    `**kwargs`, such as `ZooCell`'s initializers, included); a cell's own
+    sequence layer (`MinGRU`: its `mode`) adds its own. `keras.Layer`'s and
+    `keras.layers.RNN`'s own arguments
+    (`name`, `dtype`, ...) are the model's to set, not a recipe's.
+    """
+    cell_class = get_cell_class(name)
+    names = set()
+    sequence_layer = getattr(cell_class, "sequence_layer", None)
+    classes = [*cell_class.__mro__, *(sequence_layer or object).__mro__]
+    rnn_arguments = inspect.signature(keras.layers.RNN.__init__).parameters
+    for cls in classes:
+        if cls is keras.Layer or not issubclass(cls, keras.Layer):
+            continue
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        for parameter in list(inspect.signature(init).parameters.values())[1:]:
+            if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
+                names.add(parameter.name)
+    return sorted(names - {"units", *rnn_arguments})
+
+
 def get_cell(name, units, **options):
     """Builds the cell registered under `name` with `units` and its options.
 

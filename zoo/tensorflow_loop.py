@@ -15,15 +15,15 @@ lost to JAX"):
    backward loop then copies the whole `(time, batch, units)` buffer twice
    a step, which makes a compiled step quadratic in the length.
 
-`tensorflow_loop(layer)` gives a `keras.layers.RNN` a loop without either:
+`tensorflow_inner_loop` is a loop without either, and `zoo.RNN` (the
+layer every zoo model wraps its cells in) runs it on TensorFlow:
 the cell's weights are read once before the loop and handed to the cell
 through `keras.StatelessScope` (assignments the cell makes in the loop, such
 as a seed generator's, are still applied where they were), and the outputs
 are collected with `TensorListPushBack`, whose gradient only reads. The
 steps' arithmetic is the same, op for op, so a run gives the same numbers
-(tested). The layer stays a `keras.layers.RNN` (its `.keras` files are
-those of every earlier run); anywhere but TensorFlow, or with `unroll=True`,
-nested inputs or an enclosing `StatelessScope`, Keras's own loop runs.
+(tested). With `unroll=True`, nested inputs or an enclosing
+`StatelessScope`, Keras's own loop runs.
 """
 
 import functools
@@ -35,18 +35,13 @@ from keras import tree
 from zoo import keras_compat
 
 
-def tensorflow_loop(layer):
-    """Gives `layer` (a `keras.layers.RNN`) the loop above on TensorFlow.
+def tensorflow_inner_loop(layer, sequences, initial_state, mask, training=False):
+    """The zoo's loop of `layer` (a `keras.layers.RNN`) on TensorFlow.
 
-    Returns `layer`; on another backend, or for another layer (a cell's own
-    sequence layer), it is unchanged.
+    `zoo.RNN.inner_loop` on TensorFlow: `(last_output, outputs, states)` as
+    Keras's `RNN.inner_loop` returns them. Keras's own loop runs with
+    `unroll=True`, nested inputs or an enclosing `StatelessScope`.
     """
-    if keras.backend.backend() == "tensorflow" and isinstance(layer, keras.layers.RNN):
-        keras_compat.replace_rnn_loop(layer, _inner_loop)
-    return layer
-
-
-def _inner_loop(layer, sequences, initial_state, mask, training=False):
     # An enclosing StatelessScope (`model.stateless_call`, a symbolic build)
     # maps the variables; the weights read here would bypass its mapping.
     in_stateless_scope = keras_compat.in_stateless_scope()

@@ -6,8 +6,8 @@ of a group in a TensorFlow `while` loop around it: each step pays for the
 loop's conditionals, the iterator's optional and a launch of the compiled
 step. For the small recurrent models of the seed tables that is most of a
 step (8 units: a step costs 3.5x the compiled step itself; 32 units: 2.1x;
-benchmarks/README.md). `tensorflow_steps(model)` gives a model a train
-function that takes the group's N batches from the iterator, stacks them and
+benchmarks/README.md). `grouped_train_function` is a train function that
+takes the group's N batches from the iterator, stacks them and
 runs the N steps in one XLA program (a `while` loop inside it), as Keras on
 JAX runs a jitted step with no graph around it. The steps and their order
 are Keras's; what differs is that XLA compiles N of them together, which may
@@ -15,37 +15,18 @@ reassociate float sums (tested to 1e-6). A group whose batches differ in
 shape (the last batch of an epoch, a curriculum's lengths) or that the data
 ends inside runs its steps one compiled call each. Anywhere else (another
 backend, no XLA, one step a group, a distribution strategy, `train_on_batch`)
-Keras's own train function runs.
+Keras's own train function runs. Every zoo model class makes it
+(`zoo.ZooModel.make_train_function`, when Keras makes its train function at
+the first `fit` after `compile`), so a model loaded from a `.keras` file
+groups its steps as the built one does.
 """
 
-import functools
 import itertools
 
 import keras
 from keras import tree
 
 from zoo import keras_compat
-
-
-def tensorflow_steps(model):
-    """Gives `model` (a `keras.Model`) the grouped train function on TensorFlow.
-
-    Returns `model`; on another backend it is unchanged. The choice is made
-    when Keras makes its train function (at the first `fit` after
-    `compile`), from `model.jit_compile` and `model.steps_per_execution`.
-    """
-    if keras.backend.backend() == "tensorflow":
-        model.make_train_function = functools.partial(_make_train_function, model)
-    return model
-
-
-def _make_train_function(model, force=False):
-    if model.train_function is not None and not force:
-        return model.train_function
-    keras.Model.make_train_function(model, force=True)
-    if groups_steps(model):
-        model.train_function = _grouped(model, model.train_function)
-    return model.train_function
 
 
 def groups_steps(model):
@@ -62,7 +43,13 @@ def groups_steps(model):
     )
 
 
-def _grouped(model, keras_function):
+def grouped_train_function(model, keras_function):
+    """`model`'s train function running a group of steps per XLA call.
+
+    `keras_function` is the one Keras made; it still runs what the group
+    cannot take (`train_on_batch`, a generator). `zoo.ZooModel`'s
+    `make_train_function` makes it where `groups_steps(model)`.
+    """
     import tensorflow as tf
 
     steps = model.steps_per_execution

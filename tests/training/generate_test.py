@@ -71,7 +71,7 @@ def test_a_character_preset_continues_from_the_prompts_characters():
     # "The company said" is `t h e _ c o m p a n y _ s a i d` to the PTB
     # character model, read after <eos>; the greedy continuation is the
     # model's arg-max after those characters, read back as text.
-    preset = zoo.load_preset("mlstm_ptb_char")
+    preset = zoo.from_preset("mlstm_ptb_char")
     tokenizer = preset.tokenizer
     ids = [tokenizer.eos_id, *tokenizer("The company said")]
     assert [tokenizer.id_to_token(i) for i in ids[1:]] == list("the_company_said")

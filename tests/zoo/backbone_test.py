@@ -13,7 +13,7 @@ def setup_function():
 def stack_model(names, **options):
     inputs = keras.Input((None, FEATURES))
     return keras.Model(
-        inputs, recurrent_stack(inputs, "lstm", UNITS, names, {}, **options)
+        inputs, recurrent_stack(inputs, "lstm", UNITS, names, {}, **options)[0]
     )
 
 
@@ -53,9 +53,10 @@ def test_a_last_state_on_top_gets_plain_dropout():
 def test_a_masked_stack_skips_the_padded_steps():
     inputs = keras.Input((None, FEATURES))
     mask = keras.ops.any(keras.ops.not_equal(inputs, 0), axis=-1)
-    outputs = recurrent_stack(
+    outputs, layers = recurrent_stack(
         inputs, "gru", UNITS, recurrent_names(2), {}, masked=True, mask=mask
     )
+    assert [layer.name for layer in layers] == recurrent_names(2)
     model = keras.Model(inputs, outputs)
     x = np.random.default_rng(1).normal(size=(1, 4, FEATURES)).astype("float32")
     padded = np.concatenate([x, np.zeros((1, 2, FEATURES), "float32")], axis=1)

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 
+import zoo
 from zoo import keras_compat
 
 on_tensorflow = pytest.mark.skipif(
@@ -87,20 +88,14 @@ def twin_rnns(return_sequences=True):
     return layers
 
 
-def test_replace_rnn_loop_runs_the_given_loop_and_keras_rnn_loop_kerass():
-    keras_layer, replaced = twin_rnns()
-    calls = []
-
-    def loop(layer, sequences, initial_state, mask, training=False):
-        calls.append(layer)
-        return keras_compat.keras_rnn_loop(
-            layer, sequences, initial_state, mask, training=training
-        )
-
-    keras_compat.replace_rnn_loop(replaced, loop)
-    outputs = replaced(sequences(1))
-
-    assert calls == [replaced]
+def test_keras_rnn_loop_runs_kerass_loop_of_a_zoo_rnn():
+    keras_layer, _ = twin_rnns()
+    zoo_layer = zoo.RNN(keras.layers.SimpleRNNCell(UNITS), return_sequences=True)
+    zoo_layer(sequences())
+    zoo_layer.set_weights(keras_layer.get_weights())
+    x = keras.ops.convert_to_tensor(sequences(1))
+    initial = [keras.ops.zeros((x.shape[0], UNITS))]
+    _, outputs, _ = keras_compat.keras_rnn_loop(zoo_layer, x, initial, None)
     np.testing.assert_allclose(outputs, keras_layer(sequences(1)), atol=1e-6)
 
 

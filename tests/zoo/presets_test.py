@@ -18,7 +18,7 @@ CONFIG = {"model": {"cell": "mlstm", "units": 4}}
 def write_preset(folder, model, tokens, name="hand_made"):
     """A preset written by hand, as `python -m training.preset` lays it out."""
     folder.mkdir(parents=True)
-    model.save(folder / "best.keras")
+    model.save_to_preset(folder)
     vocabulary = {"level": "word", "add_eos": False, "tokens": tokens}
     (folder / "vocabulary.json").write_text(json.dumps(vocabulary))
     (folder / "recipe.json").write_text(json.dumps(CONFIG))
@@ -39,7 +39,62 @@ def test_a_preset_loads_from_any_directory(tmp_path):
     assert preset.config == CONFIG
     assert preset.card == {"name": "hand_made"} == zoo.preset_card(str(folder))
     assert presets.preset_dir(folder) == folder
-    assert zoo.load_preset is zoo.from_preset  # the name it had
+    assert not hasattr(zoo, "load_preset")  # one name for one function
+
+
+HEADS = [
+    (zoo.LanguageModel, ("mlstm", 7, 4), {"tie_embeddings": True}),
+    (zoo.Recognizer, ("lstm", 7, 4), {}),
+    (zoo.Tagger, ("gru", 7, 4, 3), {"bidirectional": True}),
+    (zoo.Classifier, ("lstm", 7, 4, 2), {"pooling": "max"}),
+    (zoo.DyckRNN, (2, 4), {}),
+]
+
+
+@pytest.mark.parametrize("cls, args, kwargs", HEADS)
+def test_save_to_preset_and_from_preset_are_symmetric(tmp_path, cls, args, kwargs):
+    keras.utils.set_random_seed(0)
+    model = cls(*args, **kwargs)
+    tokenizer = Tokenizer(DYCK_TOKENS, level="word")
+    folder = model.save_to_preset(tmp_path / "mine", tokenizer=tokenizer)
+    loaded = cls.from_preset(folder)
+    assert type(loaded) is cls and loaded.get_config() == model.get_config()
+    ids = np.array([[1, 3, 4, 6, 0]], "int32")
+    outputs = keras.tree.flatten(model(ids)), keras.tree.flatten(loaded(ids))
+    for a, b in zip(*outputs, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert zoo.ZooModel.from_preset(folder).name == model.name
+    preset = zoo.from_preset(folder)  # no recipe or card: None
+    assert preset.config is None and preset.card is None
+    assert preset.tokenizer.tokens == DYCK_TOKENS
+    metadata = json.loads((folder / "preset.json").read_text())
+    assert metadata["format_version"] == presets.preset_loader.FORMAT_VERSION
+    assert metadata["class_name"] == cls.__name__
+
+
+def test_from_preset_of_another_class_is_one_line(tmp_path):
+    folder = zoo.Recognizer("lstm", 7, 4).save_to_preset(tmp_path / "recognizer")
+    with pytest.raises(ValueError, match=r"holds a Recognizer; expected a zoo\.Lang"):
+        zoo.LanguageModel.from_preset(folder)
+
+
+def test_a_preset_of_another_format_version_is_one_line(tmp_path):
+    folder = write_preset(tmp_path / "old", zoo.DyckRNN(2, 4), DYCK_TOKENS)
+    (folder / "preset.json").unlink()  # as a preset from before issue 58
+    expected = r"of format version 1; expected format version 2: python -m train"
+    with pytest.raises(ValueError, match=expected) as raised:
+        zoo.from_preset(folder)
+    assert "\n" not in str(raised.value)
+    (folder / "preset.json").write_text(json.dumps({"format_version": 7}))
+    with pytest.raises(ValueError, match="format version 7; expected format vers"):
+        zoo.DyckRNN.from_preset(folder)
+
+
+def test_save_to_preset_refuses_a_folder_that_is_not_a_preset(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="is a non-empty folder that is not a pre"):
+        zoo.DyckRNN(2, 4).save_to_preset(tmp_path)
+    assert [path.name for path in tmp_path.iterdir()] == ["notes.txt"]
 
 
 def test_a_folder_without_a_card_loads_as_a_run_directory(tmp_path):
@@ -93,7 +148,9 @@ def test_unknown_presets_are_one_line_errors_listing_the_available_ones(tmp_path
     message = str(error.value)
     assert "\n" not in message and "'no_such_preset'" in message
     assert ", ".join(presets.available()) in message
-    with pytest.raises(ValueError, match="folder without card.json or vocabulary"):
+    with pytest.raises(
+        ValueError, match="folder without card.json, preset.json or vocabulary"
+    ):
         zoo.preset_card(tmp_path)
 
 

@@ -6,7 +6,6 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from zoo.tensorflow_loop import tensorflow_loop
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the loop is TensorFlow's"
@@ -23,9 +22,9 @@ def inputs_and_mask(seed=0):
 
 
 def twin_layers(cell, units=UNITS, **options):
-    """A `keras.layers.RNN` with Keras's loop and one with the zoo's, same weights."""
+    """A `keras.layers.RNN` with Keras's loop and a `zoo.RNN`, same weights."""
     keras_layer = keras.layers.RNN(zoo.get_cell(cell, units), **options)
-    zoo_layer = tensorflow_loop(keras.layers.RNN(zoo.get_cell(cell, units), **options))
+    zoo_layer = zoo.RNN(zoo.get_cell(cell, units), **options)
     x, _ = inputs_and_mask()
     keras_layer(x), zoo_layer(x)
     zoo_layer.set_weights(keras_layer.get_weights())
@@ -145,10 +144,8 @@ def test_a_noisy_stack_cell_draws_new_noise_at_every_step():
     # assignments are applied, not kept by the loop's StatelessScope.
     keras.utils.set_random_seed(0)
     options = {"stack_depth": 4, "noise_stddev": 1.0, "seed": 3}
-    layer = tensorflow_loop(
-        keras.layers.RNN(
-            zoo.get_cell("diffstk_rnn", UNITS, **options), return_sequences=True
-        )
+    layer = zoo.RNN(
+        zoo.get_cell("diffstk_rnn", UNITS, **options), return_sequences=True
     )
     x = np.zeros((BATCH, TIME, FEATURES), "float32")
     state = layer.cell.seed_generator.state
@@ -168,4 +165,20 @@ def test_builders_give_their_layers_the_loop():
     layers = [*zoo.model_parts(model).recurrent]
     layers += [bidirectional.forward_layer, bidirectional.backward_layer]
     for layer in layers:
-        assert layer.inner_loop.func.__module__ == "zoo.tensorflow_loop"
+        assert type(layer) is zoo.RNN
+
+
+def test_a_loaded_layer_runs_the_zoo_loop(tmp_path):
+    # The loop is the class's: a layer rebuilt from its config (as a `.keras`
+    # file loads it) runs it too, and gives the built layer's outputs.
+    keras.utils.set_random_seed(0)
+    model = zoo.recognizer("lstm", vocab_size=6, units=4)
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    layer = zoo.model_parts(loaded).recurrent[0]
+    x, mask = inputs_and_mask()
+    ops = set().union(*while_bodies(layer, x, mask))
+    assert type(layer) is zoo.RNN and "TensorListPushBack" in ops
+    ids = np.array([[1, 2, 3, 4, 5, 0]], "int32")
+    for name, value in model(ids).items():
+        np.testing.assert_array_equal(value, loaded(ids)[name])

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import zoo
 from zoo.models import hybrid_recognition_loss, recognition_targets
-from zoo.tensorflow_steps import groups_steps, tensorflow_steps
+from zoo.tensorflow_steps import groups_steps
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="the grouping is TensorFlow's"
@@ -112,7 +112,7 @@ def test_keras_runs_its_own_steps_otherwise(settings):
 
 
 def test_train_on_batch_and_other_backends_are_keras_own():
-    model = tensorflow_steps(zoo.recognizer("lstm", vocab_size=VOCAB, units=UNITS))
+    model = zoo.recognizer("lstm", vocab_size=VOCAB, units=UNITS)
     model.compile(
         "adam", jit_compile=True, steps_per_execution=4, **hybrid_recognition_loss()
     )

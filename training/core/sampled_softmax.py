@@ -164,31 +164,19 @@ class LogUniformSampler(keras.layers.Layer):
 
 
 def decoder_of(model):
-    """The `Decoder` of a `zoo.language_model`: what it reads, its layer, tied or not.
+    """The `Decoder` of a `zoo.LanguageModel`: what it reads, its layer, tied or not.
 
-    Found by role (`zoo.model_parts`): the model's one head. An untied
-    decoder is that head, a `Dense` layer; a tied one is the embedding
-    called in reverse before the head, a float32 cast without weights of
-    its own, and reads the output of the layer before the cast in
-    `model.layers` (a language model is a chain, and a layer called twice,
-    as the tied embedding is, is listed where it is first called). Anything
-    else is a one-line `ValueError`.
+    The model's own parts (`decoder`, `decoder_input`, `tie_embeddings`):
+    an untied decoder is the logits' `Dense`; a tied one the embedding,
+    called in reverse. Anything else is a one-line `ValueError`.
     """
-    try:
-        parts = zoo.model_parts(model)
-        head = parts.head
-    except ValueError:
-        parts = head = None
-    if isinstance(head, keras.layers.Dense):
-        return Decoder(head.input, head, tied=False)
-    if head is not None and not head.weights and parts.embedding is not None:
-        before = model.layers[model.layers.index(head) - 1]
-        return Decoder(before.output, parts.embedding, tied=True)
-    raise ValueError(
-        f"A sampled softmax trains a language model's decoder; expected a "
-        f"zoo.language_model (one head: a Dense layer or a tied embedding's), "
-        f"received model {model.name!r}."
-    )
+    if not isinstance(model, zoo.LanguageModel):
+        raise ValueError(
+            "A sampled softmax trains a language model's decoder; expected a "
+            f"zoo.LanguageModel, received model {model.name!r} "
+            f"({type(model).__name__})."
+        )
+    return Decoder(model.decoder_input, model.decoder, tied=model.tie_embeddings)
 
 
 class SampledSoftmaxModel(keras.Model):

@@ -329,14 +329,15 @@ def _is_preset(folder):
 
 
 def _write_run_files(source, partial, run, recipe):
-    """The model (float32, no optimizer), recipe, vocabulary and metrics.
+    """The model (float32, no optimizer; with `preset.json`, its format),
+    recipe, vocabulary and metrics.
 
     The vocabulary names its text conventions, a run's from before they were
     recorded too (`zoo.from_preset(...).tokenizer` reads them).
     """
     from training.runs import runs
 
-    run.model.save(partial / runs.BEST)
+    run.model.save_to_preset(partial)  # best.keras and preset.json
     runs.write_json(partial / runs.RECIPE, recipe.to_dict())
     run.task.vocabulary.conventions = run.tokenizer.conventions
     (partial / runs.VOCABULARY).write_text(run.task.vocabulary.to_json())

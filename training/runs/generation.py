@@ -60,10 +60,10 @@ def sample(
     _check(length, temperature, top_k, seed)
     run = runs.load_run(run_dir)
     task = run.task
-    if task.head != "language_model":
+    if not isinstance(run.model, zoo.LanguageModel):
         raise ValueError(
-            f"Run {str(run_dir)!r} trains a {task.head} model, which does not "
-            "predict tokens; expected a language model's run (task.kind "
+            f"Run {str(run_dir)!r} trains a {type(run.model).__name__}, which does "
+            "not predict tokens; expected a language model's run (task.kind "
             "'language_model' or 'dyck')."
         )
     tokenizer = task.tokenizer()

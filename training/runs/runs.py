@@ -21,7 +21,6 @@ import contextlib
 import math
 import shutil
 import tempfile
-import zipfile
 from pathlib import Path
 
 import keras
@@ -387,16 +386,10 @@ def load_best(task, path):
     tau (the second-order LSTM report evaluates "arbitrarily low").
     """
     model = task.build_model(stateful=False)
-    if not Path(path).exists():
-        raise RunError(f"{str(path)!r} does not exist; expected a trained model.")
     try:
-        model.load_weights(path)
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise RunError(
-            f"{str(path)!r} cannot be read ({reason}); expected a .keras file "
-            "written by python -m training.train (train the run again)."
-        ) from None
+        zoo.presets.load_weights(model, path)
+    except ValueError as error:
+        raise RunError(str(error)) from None
     return for_evaluation(task, model)
 
 

@@ -34,9 +34,11 @@ its tokenizer). Its endpoints:
 - `serve_text_unk(texts)`, where the vocabulary has an unknown token: the
   same, reading the tokens it lacks as `<unk>`.
 
-The model is rebuilt in float32 whatever the run's `train.precision` (its
-weights are float32 in every policy), so the export computes and serves
-float32 on any device.
+Each endpoint is defined by the model's class (`zoo.serving`,
+`model.serving_endpoints`): a class adds endpoints there, and nothing here
+switches on the kind of model. The model is rebuilt in float32 whatever the
+run's `train.precision` (its weights are float32 in every policy), so the
+export computes and serves float32 on any device.
 
 The SavedModel is always written by the TensorFlow backend: a process whose
 Keras runs on another backend (`KERAS_BACKEND=jax`) exports in a
@@ -56,147 +58,31 @@ import sys
 from pathlib import Path
 
 import keras
-import tensorflow as tf
 
 from training.core import backends, interrupts
 from training.runs import run_dirs, run_files, runs
+from zoo import serving
 
-UNK_HINT = "serve_text_unk reads them as <unk>"  # what an unknown token's error adds
-
-
-class TextScorer(tf.Module):
-    """Tokenizes a batch of strings and runs the model on them.
-
-    `tokenizer` (a `zoo.tokenizer.Tokenizer`) writes each string in its
-    vocabulary's conventions and reads it as lines, each ending with the
-    end-of-line token where the vocabulary has one; a token it lacks fails
-    the call, or with `on_unknown="unk"` is read as `<unk>`. The ids of each
-    string are read after `start_id` when there is one. What comes back
-    depends on the model's `head`: a language model (or the next-symbol head
-    of a recognizer) gives `log_probabilities` and `log_likelihood`; a
-    recognizer adds `accept`, the probability that each whole string is in
-    the language; the Dyck-RNN gives `closing_log_probabilities` over the k
-    closing brackets; a tagger and a classifier give their labels and
-    probabilities (`_labels`).
-    """
-
-    def __init__(
-        self, model, tokenizer, start_id=None, head="language_model", on_unknown="error"
-    ):
-        super().__init__()
-        self.model = model
-        self.tokenizer = tokenizer
-        self.start_id = start_id
-        self.head = head
-        self.on_unknown = on_unknown
-
-    def __call__(self, texts):
-        # One empty string more, dropped at the end: the ragged results of an
-        # empty batch have no rows to stack.
-        results = self._score(tf.concat([texts, [""]], axis=0))
-        return {name: value[:-1] for name, value in results.items()}
-
-    def _score(self, texts):
-        ids = self.tokenizer.id_tensor(
-            texts, self.on_unknown, end_lines=True, hint=UNK_HINT
-        )  # ragged [batch, tokens]
-        lengths = ids.row_lengths()
-        if self.head in ("tagger", "classifier"):
-            return self._labels(ids)
-        if self.start_id is not None:
-            start_id = tf.constant(self.start_id, tf.int32)
-            start = tf.fill([tf.shape(texts)[0], 1], start_id)  # [batch, 1]
-            inputs = tf.concat([tf.RaggedTensor.from_tensor(start), ids], axis=1)
-            targets = ids  # position t predicts token t
-        else:
-            inputs, targets = ids, ids[:, 1:]  # position t predicts token t + 1
-        padded = inputs.to_tensor(0)  # [batch, time]
-        outputs = self.model(padded, training=False)
-        results = {"lengths": lengths}
-        if self.head == "closing_bracket":
-            results["closing_log_probabilities"] = tf.math.log(outputs)
-            return results
-        if self.head == "recognizer":
-            last = inputs.row_lengths() - 1  # the step that read the last token
-            results["accept"] = tf.gather(outputs["accept"][..., 0], last, batch_dims=1)
-            outputs = outputs["next_symbol"]
-        log_probabilities = tf.nn.log_softmax(outputs)  # [batch, time, vocab]
-        time = tf.shape(padded)[1]
-        target_ids = targets.to_tensor(0, shape=tf.stack([tf.shape(padded)[0], time]))
-        picked = tf.gather(log_probabilities, target_ids, batch_dims=2)
-        mask = tf.sequence_mask(targets.row_lengths(), time)  # [batch, time]
-        results["log_probabilities"] = log_probabilities
-        results["log_likelihood"] = tf.reduce_sum(tf.where(mask, picked, 0.0), axis=1)
-        return results
-
-    def _labels(self, ids):
-        """A tagger's or a classifier's labels and probabilities of ragged `ids`."""
-        lengths = ids.row_lengths()
-        padded = ids.to_tensor(0)  # [batch, time]
-        time = tf.shape(padded)[1]
-        steps = tf.pad(padded, [[0, 0], [0, tf.maximum(1 - time, 0)]])  # >= 1
-        probabilities = tf.nn.softmax(self.model(steps, training=False))
-        if self.head == "classifier":
-            label = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-            return {"lengths": lengths, "label": label, "probabilities": probabilities}
-        probabilities = probabilities[:, :time]  # [batch, time, classes]
-        labels = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-        mask = tf.sequence_mask(lengths, time)  # [batch, time]
-        return {
-            "lengths": lengths,
-            "labels": tf.where(mask, labels, -1),
-            "probabilities": probabilities,
-        }
+# What an unknown token's error adds (the endpoints are the model class's).
+UNK_HINT = serving.UNK_HINT
 
 
-def serve_ids(model, token_ids, vocab_size):
-    """`model`'s output on `(batch, time)` ids, checked to be in the vocabulary.
+def export_model(model, tokenizer, path, start_id=None):
+    """Writes `model`'s SavedModel endpoints to `path`; returns the path.
 
-    The checks run in the graph, so they hold wherever the SavedModel is
-    served. A recurrent model reads left to right, so a `(batch, 0)` input is
-    read as one padding step whose outputs are then cut to 0 steps.
-    """
-    message = f"serve: token ids must be in [0, {vocab_size}), the run's vocabulary"
-    in_vocabulary = [
-        tf.debugging.assert_non_negative(token_ids, message=message),
-        tf.debugging.assert_less(token_ids, vocab_size, message=message),
-    ]
-    with tf.control_dependencies(in_vocabulary):
-        time = tf.shape(token_ids)[1]
-        steps = tf.pad(token_ids, [[0, 0], [0, tf.maximum(1 - time, 0)]])  # >= 1
-    outputs = model(steps, training=False)
-    # A classifier's output has no time axis to cut.
-    return tf.nest.map_structure(
-        lambda output: output[:, :time] if output.shape.rank == 3 else output,
-        outputs,
-    )
-
-
-def export_model(model, tokenizer, path, start_id=None, head="language_model"):
-    """Writes `model` with the `serve` and `serve_text` endpoints to `path`.
-
-    `tokenizer` is a `zoo.tokenizer.Tokenizer` (a task's `tokenizer()`);
-    `start_id` and `head` are the task's (`TextScorer`). Where the
-    vocabulary has an unknown token, `serve_text_unk` reads the tokens it
-    lacks as that token.
+    The endpoints are the model class's (`model.serving_endpoints`,
+    `zoo.serving`): `serve`, `serve_text` and, where the vocabulary has an
+    unknown token, `serve_text_unk`, plus any a class adds. `tokenizer` is a
+    `zoo.tokenizer.Tokenizer` (a task's `tokenizer()`); `start_id` the
+    task's (the text is read after it).
     """
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(tokenizer)
-    archive.add_endpoint(
-        "serve",
-        lambda token_ids: serve_ids(model, token_ids, tokenizer.vocabulary_size()),
-        input_signature=[tf.TensorSpec([None, None], tf.int32, name="token_ids")],
-    )
-    endpoints = {"serve_text": "error"}
-    if tokenizer.unk_token is not None:
-        endpoints["serve_text_unk"] = "unk"
-    for name, on_unknown in endpoints.items():
-        archive.add_endpoint(
-            name,
-            TextScorer(model, tokenizer, start_id, head, on_unknown),
-            input_signature=[tf.TensorSpec([None], tf.string, name="texts")],
-        )
+    for name, (function, signature) in model.serving_endpoints(
+        tokenizer, start_id
+    ).items():
+        archive.add_endpoint(name, function, input_signature=signature)
     archive.write_out(str(path), verbose=False)
     return Path(path)
 
@@ -242,7 +128,6 @@ def export_run(run_dir, out_dir):
                 run.tokenizer,
                 partial,
                 start_id=run.task.start_id,
-                head=run.task.head,
             )
             marker = {"run_dir": str(source), "backend": "tensorflow"}
             runs.write_json(partial / MARKER, marker)

@@ -38,12 +38,10 @@ everything that asks for them in a run (`fit`, `compile_mode`,
 
 Every task has `recipe`, `vocabulary`, `vocab_size`, `start_id` (the id a
 text is read after, or None), `end_id` and `never_generated` (the id that
-ends a sampled text, or None, and the ids one never holds), `head` (what
-the model outputs: `"language_model"`, `"closing_bracket"`, `"recognizer"`,
-`"tagger"` or `"classifier"`), `conventions` (what natural text is written in
-before its tokens are looked up, `zoo.text_conventions`, where the vocabulary
-names none), `tokenizer()` (`zoo.tokenizer.Tokenizer`), `monitor`,
-`search_objective`,
+ends a sampled text, or None, and the ids one never holds), `conventions`
+(what natural text is written in before its tokens are looked up,
+`zoo.text_conventions`, where the vocabulary names none), `tokenizer()`
+(`zoo.tokenizer.Tokenizer`), `monitor`, `search_objective`,
 `splits` and the methods `build_model(stateful=False, batch_size=None)`,
 `compile_arguments()`, `train_data()` (the dataset and the callbacks it
 needs), `validation_data()`, `evaluate(model, split)`,

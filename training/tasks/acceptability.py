@@ -48,7 +48,6 @@ class AcceptabilityTask(Task):
     """
 
     options = AcceptabilityOptions
-    head = "classifier"
     num_classes = 2
     conventions = blimp_sentences.CONVENTIONS  # for runs from before it was recorded
 

@@ -7,6 +7,7 @@ import keras
 
 import zoo
 from training.core.config.model_arguments import DyckRNNArguments
+from training.core.config.option_fields import RecipeError
 from training.data import dyck_strings
 from training.tasks.dyck import DyckOptions, DyckTask, bracket_metrics
 from training.tasks.task import check_stateless
@@ -22,6 +23,20 @@ class ClosingBracketOptions(DyckOptions):
     def summary(self):
         return f"closing-bracket prediction on {self.language}"
 
+    def model_defaults(self, model):
+        """The Dyck-RNN's hidden size: `task.m` slots of `embedding_dim`."""
+        return {"units": self.m * model.options.get("embedding_dim", 1)}
+
+    def check(self, recipe):
+        super().check(recipe)
+        (expected,) = self.model_defaults(recipe.model).values()
+        if recipe.model.units != expected:
+            raise RecipeError(
+                f"model.units is the Dyck-RNN's hidden size, task.m * embedding_dim "
+                f"= {expected} here; received model.units={recipe.model.units}: set "
+                "task.m (the stack depth) alone."
+            )
+
 
 class ClosingBracketTask(DyckTask):
     """The Dyck-RNN's task: which bracket closes, where the next token closes.
@@ -33,7 +48,6 @@ class ClosingBracketTask(DyckTask):
     """
 
     options = ClosingBracketOptions
-    head = "closing_bracket"
 
     def compile_arguments(self):
         return {"loss": keras.losses.SparseCategoricalCrossentropy()}

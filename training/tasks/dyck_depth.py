@@ -43,7 +43,6 @@ class DyckDepthTask(DyckTask):
     """
 
     options = DyckDepthOptions
-    head = "tagger"
 
     def __init__(self, recipe, vocabulary=None):
         super().__init__(recipe, vocabulary)

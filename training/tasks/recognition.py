@@ -76,7 +76,6 @@ class RecognitionTask(Task):
     """
 
     options = RecognitionOptions
-    head = "recognizer"
     search_objective = ("val_strict_positives", "max")
     # "train" for the tables' train columns; "test_mixed": their captions' test;
     # "hard", "hard_long": negatives one edit from a positive (`one_edit`)

@@ -37,7 +37,6 @@ class Task:
     # of the epoch logs and "min" or "max"; `search_callbacks` log it where
     # Keras does not.
     search_objective = ("val_loss", "min")
-    head = "language_model"
     end_id = None  # the id that ends a generated string, if the task has one
     never_generated = ()  # ids a generated text never holds (padding, START)
     splits = ("valid", "test")

@@ -8,7 +8,7 @@ from zoo.cells.diffstk import (
     DiffStkMRNNCell,
     DiffStkRNNCell,
 )
-from zoo.cells.dyck_rnn import DyckRNNCell, dyck_rnn_model, set_designed_weights
+from zoo.cells.dyck_rnn import DyckRNNCell, set_designed_weights
 from zoo.cells.minimal import MinGRU, MinGRUCell, MinLSTM, MinLSTMCell
 from zoo.cells.multi_matrix import (
     MultiMatrixLSTMCell,
@@ -58,7 +58,6 @@ __all__ = [
     "TensorRNNCell",
     "assignment_from_embedding",
     "assignment_inputs",
-    "dyck_rnn_model",
     "key_mixed_transition",
     "second_order_cells",
     "set_designed_weights",

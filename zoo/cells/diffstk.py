@@ -85,7 +85,7 @@ class DiffStkCell(StackCell):
         self.carry_sharpness = carry_sharpness
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
-        # Set for one step of the loop on JAX (`diffstk_jax.carry_noise_key_on_jax`).
+        # Set for one step of the loop on JAX (`diffstk_jax.noise_key_loop`).
         self.step_key = None
         self.f1 = functools.partial(scaled_tanh, scale=activation_scale)
         self.controller = None

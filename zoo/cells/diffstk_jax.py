@@ -1,8 +1,8 @@
 """State noise of the DiffStk cells in Keras's JAX loop (Keras 3.15).
 
 A workaround in a module of its own: `keras.layers.RNN`'s JAX loop cannot
-advance a seed generator inside the loop, so `carry_noise_key_on_jax` gives a
-DiffStk layer a loop that carries a noise key instead. It can go when Keras's
+advance a seed generator inside the loop, so `noise_key_loop` carries a noise
+key instead (`zoo.RNN` runs it for a DiffStk layer on JAX). It can go when Keras's
 JAX loop lets a cell draw noise at every step.
 """
 
@@ -10,30 +10,20 @@ import keras
 from keras import ops
 
 from zoo import keras_compat
-from zoo.cells.diffstk import DiffStkCell
 
 
-def carry_noise_key_on_jax(layer):
-    """Lets a `keras.layers.RNN` of a DiffStk cell train with state noise on JAX.
+def noise_key_loop(layer, sequences, initial_state, mask, training=False):
+    """The loop of `layer` (a `keras.layers.RNN` of a `DiffStkCell`) on JAX.
 
     Keras's JAX loop (`lax.scan`) cannot advance a seed generator inside the
     loop (the new seed would leak out of the traced step), so a cell that
-    draws noise at every step fails to train there (Keras 3.15). On JAX this
-    gives `layer` (of a `DiffStkCell`) a loop that, while training a cell
-    with noise, draws one key from the cell's seed generator per call
-    (outside the loop), carries a step counter beside the cell's states and
-    hands the cell `fold_in(key, step)` at each step (`step_key`). The layer
-    stays a `keras.layers.RNN`: Keras names saved layers by class, so its
-    `.keras` files are those of every run before (and a model loaded with
-    `keras.models.load_model` on JAX predicts, but does not train with
-    noise). Anywhere but JAX, or without noise, `layer` is unchanged.
+    draws noise at every step fails to train there (Keras 3.15). `zoo.RNN`
+    runs this loop on JAX for a DiffStk cell: while training a cell with
+    noise, it draws one key from the cell's seed generator per call (outside
+    the loop), carries a step counter beside the cell's states and hands the
+    cell `fold_in(key, step)` at each step (`step_key`). Without noise it is
+    Keras's loop.
     """
-    if keras.backend.backend() == "jax" and isinstance(layer.cell, DiffStkCell):
-        keras_compat.replace_rnn_loop(layer, _noise_key_inner_loop)
-    return layer
-
-
-def _noise_key_inner_loop(layer, sequences, initial_state, mask, training=False):
     cell = layer.cell
     if not (training and cell.has_noise):
         return keras_compat.keras_rnn_loop(

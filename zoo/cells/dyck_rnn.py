@@ -4,8 +4,8 @@ Two fixed shift matrices move the stack: `W1` (ones on the sub-diagonal)
 pushes, `W2` (ones on the super-diagonal) pops, and a gate computed from a
 fixed one-dimensional bracket embedding chooses between them. With the
 designed weights (`set_designed_weights`) the cell pushes on an opening
-bracket and pops on a closing one exactly; `dyck_rnn_model` adds the readout
-that predicts the closing bracket from the top of the stack.
+bracket and pops on a closing one exactly; `zoo.DyckRNN` (`zoo.dyck_model`)
+adds the readout that predicts the closing bracket from the top of the stack.
 """
 
 import keras
@@ -16,7 +16,6 @@ from zoo.cells.zoo_cell import ZooCell
 from zoo.checks import check_positive_int
 from zoo.layers.dyck_readout import DyckReadout
 from zoo.registry import register_cell
-from zoo.tensorflow_steps import tensorflow_steps
 from zoo.walk import walk_layers
 
 
@@ -164,53 +163,6 @@ class DyckRNNCell(ZooCell):
             }
         )
         return config
-
-
-def dyck_rnn_model(
-    k,
-    m,
-    embedding_dim=1,
-    trainable_embeddings=False,
-    first_bracket_id=3,
-    name="dyck_rnn",
-):
-    """Builds the report's closing-bracket predictor: Dyck-RNN and readout.
-
-    The model maps token ids `(batch, time)` to `(batch, time, k)`: at each
-    step, the probabilities of the `k` closing brackets given the prefix up to
-    and including that token (useful where the next token is a closing
-    bracket; train with sample weights on those positions).
-
-    Args:
-        k: Positive integer, the number of bracket types.
-        m: Positive integer, the stack depth (the report's hidden size `m`;
-            the cell has `m * embedding_dim` units).
-        embedding_dim: Width of an embedding and a stack slot. Default: 1.
-        trainable_embeddings: Whether the embeddings are learned (section
-            6.2: `embedding_dim=2`). Default: `False`.
-        first_bracket_id: The id of the first open bracket. Default: 3.
-        name: The model's name. Default: `"dyck_rnn"`.
-
-    Example:
-
-    >>> model = dyck_rnn_model(2, 4)
-    >>> model(np.array([[3, 4, 6, 5]], "int32")).shape
-    (1, 4, 2)
-    """
-    check_positive_int("m", m)
-    ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-    steps = keras.layers.Reshape((-1, 1))(ids)  # [batch, time, 1]
-    cell = DyckRNNCell(
-        m * embedding_dim,
-        num_bracket_types=k,
-        embedding_dim=embedding_dim,
-        trainable_embeddings=trainable_embeddings,
-        first_bracket_id=first_bracket_id,
-    )
-    stack = keras.layers.RNN(cell, return_sequences=True)(steps)  # [b, t, units]
-    # float32 under a mixed policy too, as the other models' outputs.
-    probabilities = DyckReadout(k, embedding_dim, dtype="float32")(stack)
-    return tensorflow_steps(keras.Model(ids, probabilities, name=name))
 
 
 def set_designed_weights(model, gate_scale=50.0, readout_scale=10.0):

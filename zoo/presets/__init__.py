@@ -5,9 +5,10 @@ from zoo.presets.preset_loader import (
     PresetLoader,
     available,
     from_preset,
-    load_preset,
+    load_weights,
     preset_card,
     preset_dir,
+    save_preset,
 )
 
 __all__ = [
@@ -15,7 +16,8 @@ __all__ = [
     "PresetLoader",
     "available",
     "from_preset",
-    "load_preset",
+    "load_weights",
     "preset_card",
     "preset_dir",
+    "save_preset",
 ]

@@ -1,9 +1,15 @@
 """One loader for trained models: a built-in preset, a preset folder, a run directory.
 
-A preset is a folder (as keras-hub's presets are) of four parts:
+A preset is a folder (as keras-hub's presets are) of these parts:
 
-    best.keras        the model: its Keras config and weights (no optimizer),
-                      loaded with `keras.saving.load_model` in safe mode
+    preset.json       the format: {"format_version", "class_name",
+                      "keras_version", "parameters"}; a preset of another
+                      format version is refused in one line
+                      (`python -m training.migrate` brings one up to date)
+    best.keras        the model: a zoo model class (`zoo.LanguageModel`, ...)
+                      whose config is its constructor's arguments, and its
+                      weights (no optimizer), loaded with
+                      `keras.saving.load_model` in safe mode
     vocabulary.json   the tokenizer: the token names, id i is `tokens[i]`
                       ({"level", "add_eos", "unk_token", "eos_token",
                       "conventions", "tokens"}; `conventions` names how
@@ -19,9 +25,13 @@ A preset is a folder (as keras-hub's presets are) of four parts:
 
 beside `metrics.json` (the run's metrics on every split) and `README.md`
 (the card for people). A run directory of `python -m training.train` holds
-the same files but the card, so it loads the same way: `from_preset` reads
-either, and the commands (`training.runs.runs.load_run`, `preset:NAME`) read
-them through the same `PresetLoader`.
+the same files but the card and `preset.json`, so it loads the same way:
+`from_preset` and every class's `from_preset` read either, and the commands
+(`training.runs.runs.load_run`, `preset:NAME`) read them through the same
+`PresetLoader`; `load_weights` is the one routine that loads a model file's
+weights into a model. `save_preset` (`model.save_to_preset(dir)`) writes
+`preset.json`, `best.keras` and, given a tokenizer, `vocabulary.json`;
+`python -m training.preset` adds the recipe, the card and the metrics.
 
 The built-in presets are folders of this package (`zoo/presets/NAME/`,
 package data of the installed wheel); `python -m training.preset RUN_DIR
@@ -36,11 +46,16 @@ from typing import NamedTuple
 
 import keras
 
-# Importing the cells registers them, so `load_model` knows every zoo class.
+# Importing the cells registers them, so `load_model` knows every zoo class
+# (the model classes are registered by `zoo` itself, imported first).
 import zoo.cells  # noqa: F401
 import zoo.layers  # noqa: F401
 
 PRESET_DIR = Path(__file__).parent
+PRESET = "preset.json"
+# 1: a plain functional graph in best.keras and no preset.json (before issue
+# 58); 2: a zoo model class in best.keras, preset.json.
+FORMAT_VERSION = 2
 MODEL, VOCABULARY, CONFIG, CARD, README = (
     "best.keras",
     "vocabulary.json",
@@ -90,10 +105,11 @@ def preset_dir(name_or_dir):
     if name in available():
         return PRESET_DIR / name
     path = Path(name)
-    if path.is_dir() and ((path / CARD).is_file() or (path / VOCABULARY).is_file()):
+    marks = (CARD, VOCABULARY, PRESET)
+    if path.is_dir() and any((path / mark).is_file() for mark in marks):
         return path
     where = (
-        f"{name!r} is a folder without {CARD} or {VOCABULARY}"
+        f"{name!r} is a folder without {CARD}, {PRESET} or {VOCABULARY}"
         if path.is_dir()
         else f"Unknown preset {name!r}"
     )
@@ -109,7 +125,8 @@ class PresetLoader:
     Every file that is missing or cannot be read is a one-line `ValueError`
     naming it. `training.runs.runs.load_run` reads runs and `preset:NAME` with it,
     loading the weights into the model it rebuilds from the config
-    (`load_model(model)`); `from_preset` loads the model file whole.
+    (`load_model(model)`); `from_preset` and the classes' `from_preset`
+    load the model file whole.
 
     Args:
         name_or_dir: a built-in preset's name or a folder (`preset_dir`).
@@ -171,28 +188,133 @@ class PresetLoader:
                 "vocabulary's level, tokens and special tokens."
             ) from None
 
-    def load_model(self, model=None):
+    def format_version(self):
+        """The folder's format version; a one-line `ValueError` unless current.
+
+        A preset (a folder with a card or `preset.json`) names it in
+        `preset.json`; a run directory has none and is read as it is.
+        """
+        path = self.directory / PRESET
+        if not path.is_file() and not (self.directory / CARD).is_file():
+            return None
+        version = self._json(PRESET).get("format_version") if path.is_file() else 1
+        if version != FORMAT_VERSION:
+            raise ValueError(
+                f"{str(self.directory)!r} is a preset of format version {version!r}"
+                f"; expected format version {FORMAT_VERSION}: python -m "
+                "training.migrate PRESET_DIR brings it up to date."
+            )
+        return version
+
+    def load_model(self, model=None, expected=None):
         """The model of `best.keras`, uncompiled.
 
-        Without `model`: loaded whole, its architecture from the file's
-        config (`keras.saving.load_model`, safe mode). With `model` (one
-        rebuilt from `config()`, as the commands do, since a run directory's
-        file holds the model as it trained: stateful, in mixed precision):
-        the file's weights loaded into it, which is returned.
+        Without `model`: loaded whole (`keras.saving.load_model`, safe
+        mode): the zoo model class the file records, refused in one line
+        unless of the class `expected` (`Class.from_preset` passes its own)
+        where one is given. With `model` (one rebuilt from
+        `config()`, as the commands do, since a run directory's file holds
+        the model as it trained: stateful, in mixed precision): the file's
+        weights loaded into it (`load_weights`), which is returned.
         """
+        self.format_version()
         path = self.path(MODEL)
+        if model is not None:
+            return load_weights(model, path)
         try:
-            if not zipfile.is_zipfile(path):  # Keras would say "File not found"
-                raise zipfile.BadZipFile("File is not a zip file")
-            if model is None:
-                return keras.saving.load_model(path, compile=False, safe_mode=True)
-            model.load_weights(path)
-            return model
+            _check_zip(path)
+            model = keras.saving.load_model(path, compile=False, safe_mode=True)
         except (OSError, ValueError, TypeError, zipfile.BadZipFile) as error:
+            raise ValueError(_unreadable(path, error)) from None
+        if expected is not None and not isinstance(model, expected):
             raise ValueError(
-                f"{str(path)!r} cannot be read ({_first_line(error)}); expected a "
-                ".keras file written by python -m training.train or training.preset."
-            ) from None
+                f"{str(path)!r} holds a {type(model).__name__}; expected a zoo."
+                f"{expected.__name__} (a file from before the zoo's model classes: "
+                "python -m training.migrate brings it up to date)."
+            )
+        return model
+
+
+def load_weights(model, path):
+    """Loads the weights of the `.keras` file at `path` into `model`; returns it.
+
+    The one routine that reads a model file's weights (presets, run
+    directories, their backups' best models): a missing or damaged file, or
+    one of another model, is a one-line `ValueError` naming it.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{str(path)!r} does not exist; expected a trained model.")
+    try:
+        _check_zip(path)
+        model.load_weights(path)
+    except (OSError, ValueError, TypeError, zipfile.BadZipFile) as error:
+        raise ValueError(_unreadable(path, error)) from None
+    return model
+
+
+def _check_zip(path):
+    if not zipfile.is_zipfile(path):  # Keras would say "File not found"
+        raise zipfile.BadZipFile("File is not a zip file")
+
+
+def _unreadable(path, error):
+    return (
+        f"{str(path)!r} cannot be read ({_first_line(error)}); expected a .keras "
+        "file written by python -m training.train or training.preset."
+    )
+
+
+def save_preset(model, directory, tokenizer=None):
+    """Writes `model` (a zoo model) as a preset into `directory`; returns it.
+
+    Writes `best.keras` (`model.save`), `preset.json` and, given
+    `tokenizer` (a `zoo.tokenizer.Tokenizer`), `vocabulary.json`: what
+    every class's `from_preset` reads back. `directory` is made if needed;
+    a non-empty folder that is not a preset is refused in one line (nothing
+    of it is overwritten). The model file is written beside its place and
+    moved in, so a preset's `best.keras` is whole or what it was.
+    """
+    if not hasattr(model, "save_to_preset"):  # zoo.ZooModel's, duck-typed
+        raise ValueError(
+            "save_to_preset saves a zoo model (zoo.LanguageModel, ...); received "
+            f"{type(model).__name__}."
+        )
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(
+            f"Preset target {str(directory)!r} is a file; expected a folder."
+        )
+    if (
+        directory.is_dir()
+        and any(directory.iterdir())
+        and not (directory / PRESET).is_file()
+        and not (directory / CARD).is_file()
+    ):
+        raise ValueError(
+            f"Preset target {str(directory)!r} is a non-empty folder that is not a "
+            "preset; expected a new or empty folder."
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    partial = directory / f".{MODEL}.partial.keras"
+    model.save(partial)
+    partial.replace(directory / MODEL)
+    metadata = {
+        "format_version": FORMAT_VERSION,
+        "class_name": type(model).__name__,
+        "keras_version": keras.__version__,
+        "parameters": model.count_params(),
+    }
+    _write_json(directory / PRESET, metadata)
+    if tokenizer is not None:
+        _write_json(directory / VOCABULARY, tokenizer.get_config())
+    return directory
+
+
+def _write_json(path, value):
+    path.write_text(
+        json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
 
 
 def _first_line(error):
@@ -222,12 +344,19 @@ def from_preset(name_or_dir):
     """
     loader = PresetLoader(name_or_dir)
     # Every small file first: a damaged folder fails before the model loads.
-    card, config, tokenizer = loader.card(), loader.config(), loader.tokenizer()
+    loader.format_version()
+    card = loader.card()
+    # A preset saved by `save_to_preset` alone has no recipe, nor a vocabulary
+    # unless it was given a tokenizer.
+    alone = (loader.directory / PRESET).is_file() and card is None
+    config = None if _absent(loader, CONFIG, alone) else loader.config()
+    tokenizer = None if _absent(loader, VOCABULARY, alone) else loader.tokenizer()
     return Preset(loader.load_model(), tokenizer, config, card)
 
 
-# The name it had; the same function.
-load_preset = from_preset
+def _absent(loader, part, alone):
+    """Whether `part` is one a preset saved by `save_to_preset` lacks."""
+    return alone and not (loader.directory / part).is_file()
 
 
 def preset_card(name_or_dir):

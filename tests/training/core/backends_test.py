@@ -88,7 +88,10 @@ def test_stateful_language_model_reads_the_same_on_both_backends(jax_out):
     # TensorFlow's on the same weights.
     out, _ = jax_out
     checks = json.loads((out / "checks.json").read_text())
-    assert checks == {"carried": True, "reset": True}  # zoo.carry_state_on_jax
+    assert checks == {
+        "carried": True,
+        "reset": True,
+    }  # zoo.zoo_model.carry_state_on_jax
     assert stateful_checks() == checks  # as on TensorFlow
     on_jax = np.load(out / "jax.npz")
     on_tensorflow = jax_runs.language_model_results(out / "lm" / "run")

@@ -285,7 +285,7 @@ def test_a_run_in_groups_ends_bitwise_equal_to_one_step_a_call(
     metrics = [runs.read_json(path / runs.METRICS) for path in (one, two)]
     assert metrics[0].pop("steps_per_execution")["used"] == 1
     assert metrics[1].pop("steps_per_execution")["used"] == 2
-    # with XLA the groups run as one compiled program (zoo.tensorflow_steps)
+    # with XLA the groups run as one compiled program (zoo.ZooModel.make_train_function)
     assert metrics[0].pop(runs.GROUPED_STEPS)["used"] is False
     assert metrics[1].pop(runs.GROUPED_STEPS)["used"] is jit
     assert metrics[0] == metrics[1]

@@ -6,6 +6,7 @@ from pathlib import Path
 import keras
 import pytest
 
+import zoo
 from training.core import recipe_files
 from training.core.config import option_fields
 from training.core.config.train_options import TrainOptions
@@ -191,6 +192,28 @@ def test_small_scale_overrides_the_paper_scale():
             r"task.m must be >= 1 and <= 32; received 1000",  # before the lengths
         ),
         ("dyck2_mlstm", ["task.train_max_length=2.5"], "int or null; received 2.5"),
+        (
+            "recognition_d2_diffstk_rnn",
+            ["model.options.stak_depth=64"],
+            r"^model.options.stak_depth is not an option of cell 'diffstk_rnn'; "
+            r"expected one of: .*, stack_depth, ",
+        ),
+        (
+            "dyck2_lstm",
+            ["model.options.forget_bias=3"],
+            "not an option of cell 'lstm'; expected one of: activation, ",
+        ),
+        (
+            "dyck2_dyck_rnn",
+            ["task.m=6", "model.units=4"],
+            r"^model.units is the Dyck-RNN's hidden size, task.m \* embedding_dim "
+            r"= 6 here; received model.units=4: set task.m",
+        ),
+        (
+            "dyck2_dyck_rnn",
+            ['model.options={"embeding_dim": 2}'],
+            "embeding_dim is not an option of the Dyck-RNN .*: embedding_dim, ",
+        ),
     ],
 )
 def test_bad_combinations_are_refused_before_any_data(
@@ -199,6 +222,18 @@ def test_bad_combinations_are_refused_before_any_data(
     with pytest.raises(recipes.RecipeError, match=message) as info:
         recipes.resolve(name, "small", overrides)
     assert "\n" not in str(info.value)
+
+
+def test_the_dyck_rnns_hidden_size_follows_task_m(no_data):
+    for overrides, units in (
+        (["task.m=6"], 6),
+        (['model.options={"embedding_dim": 2, "trainable_embeddings": true}'], 8),
+        (["task.m=8", "model.units=8"], 8),  # the same size, said twice
+    ):
+        recipe = recipes.resolve("dyck2_dyck_rnn", "small", overrides)
+        assert recipe.model.units == units
+        model = make_task(recipe).build_model()
+        assert zoo.model_parts(model).recurrent[0].cell.units == units
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,8 @@ from training.data import (
 from training.data.batching import DataEpoch, curriculum_limits
 from training.tasks import ClosingBracketTask, make_task, recipes
 from training.tasks import task as task_module
-from zoo.cells.dyck_rnn import dyck_rnn_model, set_designed_weights
+from zoo.cells.dyck_rnn import set_designed_weights
+from zoo.dyck_model import dyck_rnn_model
 
 K, M = 2, 4
 
@@ -73,7 +74,7 @@ def test_a_task_reads_its_data_only_when_asked(monkeypatch):
         lambda *a, **k: calls.append(1) or generate(*a, **k),
     )
     task = make_task(tiny_recipe("closing_bracket"))
-    assert isinstance(task, ClosingBracketTask) and task.head == "closing_bracket"
+    assert isinstance(task, ClosingBracketTask)
     assert task.build_model().count_params() > 0 and calls == []
     task.validation_data()
     task.train_data()
@@ -562,7 +563,7 @@ class FixedLogits:
 
 def test_depth_tagging_is_scored_per_depth_and_per_length():
     task = make_task(tiny_recipe("dyck_depth"))
-    assert task.head == "tagger" and task.num_classes == task.m + 1 == 5
+    assert task.num_classes == task.m + 1 == 5
     arrays = task.arrays["test"]
     logits = np.eye(task.num_classes, dtype="float32")[arrays.depths]
     perfect = task.evaluate(FixedLogits(logits), "test")
@@ -590,7 +591,6 @@ def test_depth_tagging_is_scored_per_depth_and_per_length():
 
 def test_acceptability_is_scored_per_sentence_pair_phenomenon_and_suite():
     task = make_task(tiny_recipe("acceptability"))
-    assert task.head == "classifier"
     # Its words' conventions, recorded in the vocabulary or, for a run from
     # before, the task's.
     assert task.vocabulary.conventions == task.tokenizer().conventions == "blimp"

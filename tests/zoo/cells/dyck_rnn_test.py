@@ -4,7 +4,8 @@ import pytest
 
 from tests.zoo.cells.cell_contract import BATCH, TIME, CellContract
 from tests.zoo.cells.reference import sigmoid
-from zoo.cells.dyck_rnn import DyckRNNCell, dyck_rnn_model, set_designed_weights
+from zoo.cells.dyck_rnn import DyckRNNCell, set_designed_weights
+from zoo.dyck_model import dyck_rnn_model
 from zoo.layers import DyckReadout
 from zoo.model_parts import model_parts
 

@@ -11,10 +11,22 @@ size, the classes, statefulness).
 """
 
 import dataclasses
+import inspect
 
 import zoo
 from training.core.config.option_fields import RecipeError, option
 from zoo.labeling import POOLINGS
+from zoo.registry import cell_options
+
+
+def check_options(options, valid, what):
+    """A one-line `RecipeError` naming the first of `options` not in `valid`."""
+    for name in sorted(options):
+        if name not in valid:
+            raise RecipeError(
+                f"model.options.{name} is not an option of {what}; expected one "
+                f"of: {', '.join(valid)}."
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,11 +38,13 @@ class ModelArguments:
     options: dict = option({})  # the cell's constructor options
 
     def check(self):
-        """A one-line `RecipeError` unless the cell is registered."""
+        """A one-line `RecipeError` unless the cell is registered and takes
+        every option of `model.options` (`zoo.registry.cell_options`)."""
         try:
             zoo.get_cell_class(self.cell)
         except ValueError as error:
             raise RecipeError(str(error)) from None
+        check_options(self.options, cell_options(self.cell), f"cell {self.cell!r}")
 
     def builder_arguments(self):
         """The builder's keyword arguments: every field, `options` spread."""
@@ -77,9 +91,16 @@ class ClassifierArguments(TaggerArguments):
 class DyckRNNArguments(ModelArguments):
     """`zoo.dyck_rnn_model`'s: `model.options` (its hidden size is `task.m`).
 
-    `units` is the size the compile mode reads (`training.core.compile_mode`);
-    the builder is not given it.
+    The hidden size has one key, `task.m` (the stack depth, times the
+    `embedding_dim` option): `units` is filled from it
+    (`ClosingBracketOptions.model_defaults`) for the compile mode to read
+    (`training.core.compile_mode`), and one set to anything else is refused.
+    The builder is not given it. `model.options` are the builder's
+    arguments but `k` and `m` (`embedding_dim`, `trainable_embeddings`,
+    `first_bracket_id`).
     """
+
+    units: int | None = option(None, low=1, high=8192)
 
     def check(self):
         if self.cell != "dyck_rnn":
@@ -87,6 +108,9 @@ class DyckRNNArguments(ModelArguments):
                 "The closing-bracket model is zoo.dyck_rnn_model; expected "
                 f"model.cell='dyck_rnn', received {self.cell!r}."
             )
+        parameters = inspect.signature(zoo.dyck_rnn_model).parameters
+        valid = sorted(set(parameters) - {"k", "m", "name"})
+        check_options(self.options, valid, "the Dyck-RNN (zoo.dyck_rnn_model)")
 
     def builder_arguments(self):
         return dict(self.options)

@@ -218,6 +218,11 @@ def build(tables, options_class, name, scale):
             TrainOptions, copy.deepcopy(tables.get("train", {})), "train"
         ),
     )
+    follows = recipe.task.model_defaults(recipe.model)
+    unset = {key: v for key, v in follows.items() if getattr(recipe.model, key) is None}
+    recipe = dataclasses.replace(
+        recipe, model=dataclasses.replace(recipe.model, **unset)
+    )
     for section in ("task", "model"):
         missing = missing_required(getattr(recipe, section))
         if missing is not None:

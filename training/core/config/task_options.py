@@ -12,7 +12,9 @@ of `TaskOptions`, beside its task class (`training.tasks`), with:
   their defaults;
 - its fields, made with `option_fields.option`, and `check(recipe)`, its
   own combinations with the rest of the recipe;
-- `summary()`: what its model does, in a few words (a preset's card).
+- `summary()`: what its model does, in a few words (a preset's card);
+- `model_defaults(model)`: values of `model` keys left unset (None) that
+  follow from the task (the Dyck-RNN's `units` from `task.m`).
 """
 
 from typing import ClassVar
@@ -31,3 +33,7 @@ class TaskOptions:
     def summary(self):
         """What the kind's model does, in a few words."""
         raise NotImplementedError
+
+    def model_defaults(self, model):
+        """`{key: value}` of the `model` section's keys that follow from the task."""
+        return {}

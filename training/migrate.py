@@ -1,0 +1,49 @@
+"""Brings presets and run records up to the current file formats (safe to re-run).
+
+    python -m training.migrate [FOLDER ...]
+
+Without folders: every built-in preset (`zoo/presets/NAME/`) and every run
+record under `results/` (`results/TABLE/ROW/seed-N/`). A file already in the
+current format is left as it is, so it runs again after a merge that brings
+presets or records from another branch.
+`training.reproduction.format_migration` says what each migration changes.
+"""
+
+from pathlib import Path
+
+from training.cli import command_line
+
+EXAMPLES = (
+    ("python -m training.migrate", "every built-in preset and run record"),
+    ("python -m training.migrate zoo/presets/mlstm_ptb_char", "one preset"),
+)
+
+
+def main(argv=None):
+    parser = command_line.parser("python -m training.migrate", __doc__, EXAMPLES)
+    parser.add_argument("folders", nargs="*", help="presets or run records")
+    args = parser.parse_args(argv)
+    command_line.start_tensorflow()
+    import zoo
+    from training.reproduction import format_migration
+
+    folders = [Path(folder) for folder in args.folders] or [
+        *(zoo.presets.preset_dir(name) for name in zoo.presets.available()),
+        *sorted(path.parent for path in Path("results").glob("*/*/seed-*/recipe.json")),
+    ]
+    changed = 0
+    for folder in folders:
+        try:
+            done = format_migration.migrate_recipe(folder / "recipe.json")
+            if (folder / "best.keras").is_file():
+                done = format_migration.migrate_preset(folder) or done
+        except (ValueError, OSError) as error:
+            parser.exit(2, f"{parser.prog}: error: {folder}: {error}\n")
+        if done:
+            print(f"{folder}: migrated")
+        changed += done
+    print(f"{changed} of {len(folders)} folders migrated; the others were current")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Brings files the project wrote before a format change up to date, once.
+
+Kept, and safe to run again (a file already in the current format is left
+as it is): other branches add presets while one format changes, and their
+files are migrated after a merge by running it again
+(`python -m training.migrate`).
+
+- Presets of format version 1, from before the zoo's model classes (issue
+  58): `best.keras` held a plain functional graph, which
+  `keras.saving.load_model` gives back as a `keras.Model` without the zoo's
+  loop, grouped steps or parts, and no `preset.json` named the format.
+  `migrate_preset` rebuilds the model from the preset's recipe (its class:
+  `zoo.LanguageModel`, `zoo.Recognizer`, ...), loads the file's weights into
+  it (the weight files of both formats name their layers alike), checks the
+  two give the same outputs, and writes the preset's model again
+  (`zoo.presets.save_preset`: `best.keras` and `preset.json`, format version
+  2), with the card's and README's file size.
+- Recipes of the Dyck-RNN (`task.kind` `closing_bracket`) from before its
+  hidden size had one key (issue 58): `model.units` was whatever the
+  recipe said (4 for every m) while the model had `task.m * embedding_dim`
+  units. `migrate_recipe` writes the model's size there, which the recipe
+  check now requires (presets' and the records' `recipe.json`).
+"""
+
+import re
+from pathlib import Path
+
+import keras
+import numpy as np
+
+import zoo
+from training.runs import runs
+from training.tasks import make_task
+
+IDS = np.array([[1, 3, 4, 4, 3, 2], [3, 4, 3, 4, 0, 0]], "int32")
+
+
+def migrate_preset(folder):
+    """Writes the preset in `folder` in the current format; whether it changed.
+
+    A one-line `ValueError` when the rebuilt model's outputs differ from the
+    file's, and then nothing is written.
+    """
+    folder = Path(folder)
+    marker = folder / zoo.presets.preset_loader.PRESET
+    current = zoo.presets.preset_loader.FORMAT_VERSION
+    if marker.is_file() and runs.read_json(marker).get("format_version") == current:
+        return False
+    path = folder / runs.BEST
+    loaded = keras.saving.load_model(path, compile=False, safe_mode=True)
+    if isinstance(loaded, zoo.ZooModel):  # a model file migrated, its marker not
+        zoo.presets.save_preset(loaded, folder)
+        _write_size(folder)
+        return True
+    model = _rebuilt(folder)
+    ids = IDS % _vocabulary_size(model)
+    for old, new in zip(
+        keras.tree.flatten(loaded(ids)), keras.tree.flatten(model(ids)), strict=True
+    ):
+        if not np.allclose(np.asarray(old), np.asarray(new), atol=1e-6):
+            raise ValueError(
+                f"{str(path)!r}: the model rebuilt from recipe.json does not give "
+                "the file's outputs; expected the same model: left as it was."
+            )
+    zoo.presets.save_preset(model, folder)
+    _write_size(folder)
+    return True
+
+
+def migrate_recipe(path):
+    """Gives a Dyck-RNN recipe at `path` its true `model.units`; whether it changed."""
+    path = Path(path)
+    recipe = runs.read_json(path)
+    task, model = recipe.get("task", {}), recipe.get("model", {})
+    if task.get("kind") != "closing_bracket":
+        return False
+    units = task["m"] * (model.get("options") or {}).get("embedding_dim", 1)
+    if model.get("units") == units:
+        return False
+    model["units"] = units
+    runs.write_json(path, recipe)
+    _rewrite_readme(path.parent, r"(- Cell: `dyck_rnn`, )\d+( units)", units)
+    return True
+
+
+def _write_size(folder):
+    """The card's and README's size of `best.keras`, as it now is."""
+    size = (folder / runs.BEST).stat().st_size
+    card_path = folder / zoo.presets.preset_loader.CARD
+    if card_path.is_file():
+        card = runs.read_json(card_path)
+        card["size_bytes"] = size
+        runs.write_json(card_path, card)
+    _rewrite_readme(folder, r"(Model file: `best\.keras`, )[\d,]+( bytes)", f"{size:,}")
+
+
+def _rewrite_readme(folder, pattern, value):
+    """Puts `value` between the two groups of `pattern` in a preset's README."""
+    readme = folder / zoo.presets.preset_loader.README
+    if readme.is_file():
+        text = re.sub(
+            pattern,
+            lambda match: f"{match[1]}{value}{match[2]}",
+            readme.read_text(encoding="utf-8"),
+        )
+        readme.write_text(text, encoding="utf-8")
+
+
+def _rebuilt(folder):
+    """The model of `folder`'s recipe in float32, the file's weights loaded.
+
+    As `runs.load_run` rebuilds it, without the format check a preset of
+    format version 1 fails.
+    """
+    recipe = runs.read_recipe(folder / runs.RECIPE)
+    recipe = recipe.with_values({"train.precision": "float32"})
+    task = make_task(recipe, vocabulary=runs.load_vocabulary(folder))
+    model = task.build_model(stateful=False)
+    zoo.presets.load_weights(model, folder / runs.BEST)
+    return runs.for_evaluation(task, model)
+
+
+def _vocabulary_size(model):
+    parts = zoo.model_parts(model)
+    if parts.embedding is not None:
+        return parts.embedding.input_dim
+    return getattr(model, "vocab_size", None) or 7
