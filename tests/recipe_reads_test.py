@@ -4,12 +4,12 @@ A resolved recipe is a `training.core.config.recipe_loader.Recipe` of typed
 sections: code reads `recipe.train.learning_rate`, and a section's options
 are declared once, in its dataclass (docs/layout.md, "Adding a recipe
 option"). Read from the source with `ast` (nothing is imported): in every
-module of `zoo`, `training` and `tuning` but the loader's (`LOADER`), a
-subscript or `.get(...)` with a string constant is refused on a name that
-holds a recipe or one of its sections (`RECIPE_NAMES`: `recipe["train"]`,
-`train["epochs"]`, `task.recipe["model"]`), and a section's name is refused
-as the key of a `config` (`config["train"]`; a Keras layer's
-`config["units"]` is its own).
+module of `zoo`, `training` and `tuning` but the loader's and the
+migration's (`LOADER`), a subscript or `.get(...)` with a string constant
+is refused on a name that holds a recipe or one of its sections
+(`RECIPE_NAMES`: `recipe["train"]`, `train["epochs"]`,
+`task.recipe["model"]`), and a section's name is refused as the key of a
+`config` (`config["train"]`; a Keras layer's `config["units"]` is its own).
 """
 
 import ast
@@ -17,7 +17,13 @@ import ast
 from tests.layering_test import MODULES, ROOT
 
 # The modules that turn tables (TOML, JSON) into recipes and back.
-LOADER = ("training.core.config.recipe_loader", "training.tasks.recipes")
+# The loader, and the migration, which reads recipe files of earlier formats
+# as the plain tables they are, before the loader can.
+LOADER = (
+    "training.core.config.recipe_loader",
+    "training.tasks.recipes",
+    "training.reproduction.format_migration",
+)
 # Names a recipe or a section of one goes by.
 RECIPE_NAMES = ("recipe", "train", "task", "model")
 SECTIONS = ("task", "model", "train")

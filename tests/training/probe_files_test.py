@@ -473,12 +473,10 @@ def test_the_tokenizer_refuses_a_control_character(dyck_run):
 def test_serve_text_refuses_a_control_character(dyck_run):
     import tensorflow as tf
 
-    from training.runs import saved_model
+    from zoo import serving
 
     run = runs.load_run(dyck_run)
-    scorer = saved_model.TextScorer(
-        run.model, run.tokenizer, start_id=run.task.start_id, head=run.task.head
-    )
+    scorer = serving.TextScorer(run.model, run.tokenizer, start_id=run.task.start_id)
     serve_text = tf.function(scorer, input_signature=[tf.TensorSpec([None], tf.string)])
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"U\+0000 at character"):
         serve_text(tf.constant(["(a a)", "(a\x00 a)"]))

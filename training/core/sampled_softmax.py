@@ -31,6 +31,7 @@ logit has the log of its class's expected count in the sample
 
 import collections
 import math
+import types
 
 import keras
 from keras import ops
@@ -211,6 +212,12 @@ class SampledSoftmaxModel(keras.Model):
         super().__init__(model.inputs, model.outputs, name=model.name, **kwargs)
         self.features = keras.Model(model.inputs, decoder.inputs, name="features")
         self.sampler = sampler
+        # The decoder by name and kind: this view is a functional model on
+        # the language model's own layers, not a zoo.LanguageModel itself.
+        self.decoder_name, self.tied = decoder.layer.name, decoder.tied
+        # Held outside Keras's tracking (a namespace is not tracked): its
+        # layers are already this view's, and `save` writes it, of its class.
+        self.held = types.SimpleNamespace(language_model=model)
 
     def call(self, inputs, training=None, mask=None):
         if training:  # what the decoder reads: (batch, time, dim)
@@ -222,11 +229,11 @@ class SampledSoftmaxModel(keras.Model):
     ):
         if not training:  # y_pred: the whole model's logits
             return super().compute_loss(x, y, y_pred, sample_weight, training=False)
-        decoder = decoder_of(self)  # the language model's: the layers are shared
-        if decoder.tied:
-            kernel, bias = ops.transpose(decoder.layer.embeddings), None
+        layer = self.get_layer(self.decoder_name)  # the language model's own
+        if self.tied:
+            kernel, bias = ops.transpose(layer.embeddings), None
         else:
-            kernel, bias = decoder.layer.kernel, decoder.layer.bias
+            kernel, bias = layer.kernel, layer.bias
         inputs = ops.cast(y_pred, "float32")
         inputs = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (tokens, dim)
         labels = ops.reshape(ops.cast(y, "int32"), (-1,))  # (tokens,)
@@ -248,6 +255,7 @@ class SampledSoftmaxModel(keras.Model):
         return loss
 
     def save(self, filepath, overwrite=True, zipped=None, **kwargs):
-        """Saves the language model alone: its layers, not this training view."""
-        model = keras.Model(self.inputs, self.outputs, name=self.name)
+        """Saves the language model alone (a `zoo.LanguageModel`, its layers
+        shared with this training view), not the view."""
+        model = self.held.language_model
         return model.save(filepath, overwrite=overwrite, zipped=zipped, **kwargs)

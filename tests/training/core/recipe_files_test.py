@@ -9,7 +9,7 @@ def test_recipe_file_reads_back_as_the_recipe(tmp_path):
     recipe = recipes.resolve(
         "dyck2_mlstm",
         "paper",
-        ['model.options={"forget_bias": 3.0, "name": "a \\"quoted\\" name"}'],
+        ['model.options={"forget_bias": 3.0, "activation": "tanh"}'],
     )
     path = recipe_files.write_recipe(recipe, tmp_path / "recipe.toml")
     read_back = recipes.resolve(str(path), "paper")

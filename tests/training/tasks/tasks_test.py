@@ -341,8 +341,8 @@ def test_evaluation_temperature_is_set_on_the_loaded_model(tmp_path):
         )
     )
     model = task.build_model()
-    model.save_weights(tmp_path / "w.weights.h5")
-    loaded = load_best(task, tmp_path / "w.weights.h5")
+    model.save(tmp_path / "best.keras")
+    loaded = load_best(task, tmp_path / "best.keras")
     (cell,) = [layer.cell for layer in loaded.layers if hasattr(layer, "cell")]
     temperature = keras.ops.convert_to_numpy(cell.temperature.value)
     assert float(temperature) == pytest.approx(0.01)
