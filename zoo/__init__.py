@@ -21,6 +21,7 @@ from zoo.registry import (
     get_cell,
     get_cell_class,
 )
+from zoo.sampler import Sampler, generate
 from zoo.tensorflow_loop import tensorflow_loop
 from zoo.tensorflow_steps import tensorflow_steps
 
@@ -34,6 +35,7 @@ __all__ = [
     "get_cell_class",
     "hybrid_recognition_loss",
     "from_preset",
+    "generate",
     "language_model",
     "load_preset",
     "model_parts",
@@ -43,6 +45,7 @@ __all__ = [
     "recognizer",
     "recurrent_layer",
     "reset_states",
+    "Sampler",
     "tagger",
     "tensorflow_loop",
     "tensorflow_steps",
