@@ -33,6 +33,8 @@ its tokenizer). Its endpoints:
   `unknown_message`).
 - `serve_text_unk(texts)`, where the vocabulary has an unknown token: the
   same, reading the tokens it lacks as `<unk>`.
+- `serve_initial_state`, `serve_step` and (a language model)
+  `serve_generate`: the streaming endpoints, `training.runs.streaming`.
 
 The model is rebuilt in float32 whatever the run's `train.precision` (its
 weights are float32 in every policy), so the export computes and serves
@@ -59,7 +61,7 @@ import keras
 import tensorflow as tf
 
 from training.core import backends
-from training.runs import run_dirs, runs
+from training.runs import run_dirs, runs, streaming
 
 UNK_HINT = "serve_text_unk reads them as <unk>"  # what an unknown token's error adds
 
@@ -172,13 +174,16 @@ def serve_ids(model, token_ids, vocab_size):
     )
 
 
-def export_model(model, tokenizer, path, start_id=None, head="language_model"):
+def export_model(
+    model, tokenizer, path, start_id=None, head="language_model", task=None
+):
     """Writes `model` with the `serve` and `serve_text` endpoints to `path`.
 
     `tokenizer` is a `zoo.tokenizer.Tokenizer` (a task's `tokenizer()`);
     `start_id` and `head` are the task's (`TextScorer`). Where the
     vocabulary has an unknown token, `serve_text_unk` reads the tokens it
-    lacks as that token.
+    lacks as that token. Given the `task`, the streaming endpoints
+    (`training.runs.streaming`) are added too.
     """
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -197,6 +202,8 @@ def export_model(model, tokenizer, path, start_id=None, head="language_model"):
             TextScorer(model, tokenizer, start_id, head, on_unknown),
             input_signature=[tf.TensorSpec([None], tf.string, name="texts")],
         )
+    if task is not None:
+        streaming.add_streaming_endpoints(archive, model, tokenizer, task, head)
     archive.write_out(str(path), verbose=False)
     return Path(path)
 
@@ -239,6 +246,7 @@ def export_run(run_dir, out_dir):
             partial,
             start_id=run.task.start_id,
             head=run.task.head,
+            task=run.task,
         )
         marker = {"run_dir": str(source), "backend": "tensorflow"}
         runs.write_json(partial / MARKER, marker)
