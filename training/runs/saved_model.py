@@ -62,6 +62,7 @@ import tensorflow as tf
 
 from training.core import backends
 from training.runs import run_dirs, runs, streaming
+from training.runs.litert import write_step
 
 UNK_HINT = "serve_text_unk reads them as <unk>"  # what an unknown token's error adds
 
@@ -208,10 +209,11 @@ def export_model(
     return Path(path)
 
 
+LITERT_FILE = "serve_step.tflite"  # `--litert`: training.runs.litert
 MARKER = "zoo_export.json"  # what marks a folder as an export of `export_run`
 
 
-def export_run(run_dir, out_dir):
+def export_run(run_dir, out_dir, litert=False):
     """Exports the best model of a run directory; returns the SavedModel path.
 
     The SavedModel is written into a folder of this process's own beside
@@ -248,6 +250,9 @@ def export_run(run_dir, out_dir):
             head=run.task.head,
             task=run.task,
         )
+        if litert:  # inside the folder before it moves: no partial file
+            cell = f"cell {run.recipe.model.cell!r}"
+            write_step(partial, partial / LITERT_FILE, cell)
         marker = {"run_dir": str(source), "backend": "tensorflow"}
         runs.write_json(partial / MARKER, marker)
         return run_dirs.replace_folder(partial, out_dir, _is_export, "export target")
