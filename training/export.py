@@ -1,12 +1,13 @@
 """Exports a trained run as a SavedModel for inference.
 
-    python -m training.export RUN_DIR OUT_DIR
+    python -m training.export RUN_DIR OUT_DIR [--litert]
 
 RUN_DIR may be a preset: `preset:NAME` (`zoo.presets.available()`) or
 `preset:PATH`. The library function behind it is
 `training.runs.saved_model.export_run`, whose module describes the SavedModel's
-endpoints (`serve`, `serve_text`) and how a process on another Keras
-backend writes it.
+endpoints (`serve`, `serve_text`, the streaming ones) and how a process on
+another Keras backend writes it. `--litert` adds `serve_step.tflite`
+(`training.runs.litert`), the step at batch 1 in LiteRT builtin ops.
 """
 
 import sys
@@ -29,12 +30,17 @@ def main(argv=None):
     parser = command_line.parser("python -m training.export", __doc__, EXAMPLES)
     parser.add_argument("run_dir", help="a run directory, preset:NAME or preset:PATH")
     parser.add_argument("out_dir", help="the SavedModel's folder (new, or an export)")
+    parser.add_argument(
+        "--litert",
+        action="store_true",
+        help="also write OUT_DIR/serve_step.tflite: the step, builtin ops only",
+    )
     args = parser.parse_args(argv)
     try:
         command_line.start_tensorflow()
         from training.runs import saved_model
 
-        path = saved_model.export_run(args.run_dir, args.out_dir)
+        path = saved_model.export_run(args.run_dir, args.out_dir, args.litert)
     except KeyboardInterrupt:
         parser.exit(130, f"{parser.prog}: interrupted; {args.out_dir} is as it was\n")
     except (ValueError, OSError) as error:

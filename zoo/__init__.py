@@ -25,6 +25,7 @@ from zoo.registry import (
     get_cell_class,
 )
 from zoo.rnn_layer import RNN
+from zoo.sampler import Sampler, generate
 from zoo.zoo_model import ZooModel
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "get_cell_class",
     "hybrid_recognition_loss",
     "from_preset",
+    "generate",
     "language_model",
     "model_parts",
     "ModelParts",
@@ -54,6 +56,7 @@ __all__ = [
     "recognizer",
     "recurrent_layer",
     "reset_states",
+    "Sampler",
     "tagger",
     "trace_recognizer",
     *cells.__all__,

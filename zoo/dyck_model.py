@@ -112,6 +112,10 @@ class DyckRNN(ZooModel):
         self.trainable_embeddings = trainable_embeddings
         self.first_bracket_id = first_bracket_id
 
+    def step_outputs(self, outputs):
+        """One step's `closing_log_probabilities` `(batch, k)`."""
+        return {"closing_log_probabilities": keras.ops.log(outputs)}
+
     def text_outputs(self, ids, start_id=None):
         """`lengths` and `closing_log_probabilities` `(batch, time, k)`."""
         import tensorflow as tf

@@ -111,6 +111,12 @@ class Tagger(_Labeler):
 
         return serving.labels(self, ids, per_token=True)
 
+    def step_outputs(self, outputs):
+        """One step's `probabilities` `(batch, classes)` and `labels` `(batch,)`."""
+        probabilities = keras.ops.softmax(outputs)
+        labels = keras.ops.cast(keras.ops.argmax(probabilities, axis=-1), "int32")
+        return {"probabilities": probabilities, "labels": labels}
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class Classifier(_Labeler):

@@ -258,6 +258,12 @@ class LanguageModel(ZooModel):
         scores = serving.language_scores(logits, padded, targets)
         return {"lengths": ids.row_lengths(), **scores}
 
+    generates = True  # zoo.sampler.Sampler and serve_generate sample it
+
+    def step_outputs(self, outputs):
+        """One step's `log_probabilities` `(batch, vocab)` of the next token."""
+        return {"log_probabilities": ops.log_softmax(outputs)}
+
 
 def recognizer(
     cell,
@@ -391,6 +397,14 @@ class Recognizer(ZooModel):
         self.num_layers = num_layers
         self.dropout = dropout
         self.cell_options = dict(cell_options or {})
+
+    def step_outputs(self, outputs):
+        """One step's next-symbol `log_probabilities` and `accept` `(batch,)`,
+        the probability that the prefix read so far is in the language."""
+        return {
+            "log_probabilities": ops.log_softmax(outputs["next_symbol"]),
+            "accept": outputs["accept"][:, 0],
+        }
 
     def text_outputs(self, ids, start_id=None):
         """A language model's scores of the next symbol, and `accept` `(batch,)`.

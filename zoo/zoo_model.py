@@ -111,6 +111,16 @@ class ZooModel(keras.Model):
 
         return serving.endpoints(self, tokenizer, start_id)
 
+    generates = False  # whether it samples text (a language model does)
+
+    def step_outputs(self, outputs):
+        """What `serve_step` gives for one step's `outputs` (each class says)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no step to stream; expected a model that "
+            "reads one token a step (a language model, recognizer, tagger or "
+            "Dyck-RNN)."
+        )
+
     def text_outputs(self, ids, start_id=None):
         """What `serve_text` gives for ragged token `ids` `(batch, tokens)`.
 

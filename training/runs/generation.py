@@ -1,61 +1,34 @@
-"""Sampling text from a trained language model's run, one token at a time.
+"""Sampling text from a trained language model's run, in one compiled loop.
 
 The work of `python -m training.generate`: the prompt, natural text in the
-conventions of the run's vocabulary, is read once; each new token is then fed
-alone to a stateful copy of the model, so the recurrent state is stepped
-rather than the prefix re-run, and read back as text
-(`zoo.tokenizer.Tokenizer.pieces`) as it is sampled.
+conventions of the run's vocabulary, is tokenized, and the model samples
+after it with the zoo's compiled sampler (`zoo.sampler.generate`: the
+prompt read, each token drawn and the recurrent state carried inside one
+XLA while loop, or `jax.lax.while_loop` on JAX); the tokens are then read
+back as text (`zoo.tokenizer.Tokenizer.pieces`).
 """
 
-import numpy as np
-
-import zoo
+import zoo.sampler
 from training.runs import runs
-from zoo.checks import check_number
-
-# The most tokens one command samples: only a mistake asks for more.
-MAX_LENGTH = 1_000_000
-
-
-def sample_next(logits, temperature, top_k, rng, never=()):
-    """Draws one id from `logits` at `temperature`, among the `top_k` best.
-
-    The ids in `never` are never drawn (a Dyck model's padding and START).
-    """
-    logits = np.asarray(logits, np.float64) / temperature
-    if len(never):
-        logits[list(never)] = -np.inf
-    if top_k is not None and top_k < len(logits):
-        cutoff = np.sort(logits)[-top_k]
-        logits = np.where(logits >= cutoff, logits, -np.inf)
-    probabilities = np.exp(logits - logits.max())
-    probabilities /= probabilities.sum()
-    return int(rng.choice(len(probabilities), p=probabilities))
 
 
 def _check(length, temperature, top_k, seed):
+    if isinstance(length, bool) or not isinstance(length, int):
+        raise ValueError(f"`length` must be an integer; received {length!r}.")
     if length < 0:
         raise ValueError(f"`length` must be >= 0; received {length!r}.")
-    if length > MAX_LENGTH:
-        raise ValueError(
-            f"`length` must be <= {MAX_LENGTH:,} tokens (more can only be a "
-            f"mistake); received {length:,}."
-        )
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"`seed` must be an integer >= 0; received {seed!r}.")
-    check_number("temperature", temperature, low=0, low_open=True)
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"`top_k` must be >= 1; received {top_k!r}.")
+    # 0 asks for the prompt alone; the sampler's checks hold for the rest.
+    zoo.sampler.check_options(max(length, 1), temperature, top_k, seed)
 
 
 def sample(
     run_dir, prompt, length, temperature=1.0, top_k=None, seed=0, on_unknown="error"
 ):
-    """Yields the text of `generate`, piece by piece, as it is sampled.
+    """Yields the text of `generate`, piece by piece.
 
     The first piece is `prompt` (yielded once the arguments are checked, the
-    run is loaded and the prompt tokenized, so a refused call yields
-    nothing); each next piece is one sampled token's text.
+    run is loaded, the prompt tokenized and the tokens sampled, so a refused
+    call yields nothing); each next piece is one sampled token's text.
     """
     _check(length, temperature, top_k, seed)
     run = runs.load_run(run_dir)
@@ -71,23 +44,21 @@ def sample(
     context = ([task.start_id] if task.start_id is not None else []) + ids
     if not context:
         raise ValueError("`prompt` is empty and the task has no start token.")
-    model = task.build_model(stateful=True, batch_size=1)
-    model.set_weights(run.model.get_weights())
-    zoo.reset_states(model)
-    rng = np.random.default_rng(seed)
-    logits = model(np.asarray([context], np.int32), training=False)[0, -1]
+    tokens = []
+    if length:
+        generated = zoo.sampler.generate(
+            run.model,
+            [context],
+            length,
+            temperature=temperature,
+            top_k=top_k,
+            seed=seed,
+            stop_ids=[] if task.end_id is None else [task.end_id],
+            never_ids=list(task.never_generated),
+        )
+        tokens = generated.ids[0, : generated.lengths[0]].tolist()
     yield prompt
-
-    def sampled():
-        nonlocal logits
-        for _ in range(length):
-            token = sample_next(logits, temperature, top_k, rng, task.never_generated)
-            yield token
-            if token == task.end_id:  # the string is over
-                return
-            logits = model(np.asarray([[token]], np.int32), training=False)[0, -1]
-
-    yield from tokenizer.pieces(sampled(), continuing=bool(ids))
+    yield from tokenizer.pieces(tokens, continuing=bool(ids))
 
 
 def generate(
@@ -99,7 +70,7 @@ def generate(
     and never draws the task's `never_generated` ids (a Dyck model's padding
     and START). A run whose model does not predict tokens, a prompt with a
     token the vocabulary lacks (unless `on_unknown="unk"`), or `length` over
-    `MAX_LENGTH`, is a `ValueError`.
+    `zoo.sampler.MAX_LENGTH`, is a `ValueError`.
     """
     pieces = sample(run_dir, prompt, length, temperature, top_k, seed, on_unknown)
     return "".join(pieces)

@@ -33,6 +33,8 @@ its tokenizer). Its endpoints:
   `unknown_message`).
 - `serve_text_unk(texts)`, where the vocabulary has an unknown token: the
   same, reading the tokens it lacks as `<unk>`.
+- `serve_initial_state`, `serve_step` and (a language model)
+  `serve_generate`: the streaming endpoints, `training.runs.streaming`.
 
 Each endpoint is defined by the model's class (`zoo.serving`,
 `model.serving_endpoints`): a class adds endpoints there, and nothing here
@@ -60,21 +62,25 @@ from pathlib import Path
 import keras
 
 from training.core import backends, interrupts
-from training.runs import run_dirs, run_files, runs
+from training.runs import run_dirs, run_files, runs, streaming
+from training.runs.litert import write_step
 from zoo import serving
 
 # What an unknown token's error adds (the endpoints are the model class's).
 UNK_HINT = serving.UNK_HINT
 
 
-def export_model(model, tokenizer, path, start_id=None):
+def export_model(model, tokenizer, path, start_id=None, task=None):
     """Writes `model`'s SavedModel endpoints to `path`; returns the path.
 
     The endpoints are the model class's (`model.serving_endpoints`,
     `zoo.serving`): `serve`, `serve_text` and, where the vocabulary has an
     unknown token, `serve_text_unk`, plus any a class adds. `tokenizer` is a
     `zoo.tokenizer.Tokenizer` (a task's `tokenizer()`); `start_id` the
-    task's (the text is read after it).
+    task's (the text is read after it). Given the `task` (its start, end
+    and never-generated ids), the streaming endpoints are added too
+    (`training.runs.streaming`: `serve_initial_state`, `serve_step` and, for
+    a model that generates text, `serve_generate`).
     """
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -83,14 +89,17 @@ def export_model(model, tokenizer, path, start_id=None):
         tokenizer, start_id
     ).items():
         archive.add_endpoint(name, function, input_signature=signature)
+    if task is not None:
+        streaming.add_streaming_endpoints(archive, model, tokenizer, task)
     archive.write_out(str(path), verbose=False)
     return Path(path)
 
 
+LITERT_FILE = "serve_step.tflite"  # `--litert`: training.runs.litert
 MARKER = "zoo_export.json"  # what marks a folder as an export of `export_run`
 
 
-def export_run(run_dir, out_dir):
+def export_run(run_dir, out_dir, litert=False):
     """Exports the best model of a run directory; returns the SavedModel path.
 
     The SavedModel is written into a folder of this process's own beside
@@ -128,7 +137,11 @@ def export_run(run_dir, out_dir):
                 run.tokenizer,
                 partial,
                 start_id=run.task.start_id,
+                task=run.task,
             )
+            if litert:  # inside the folder before it moves: no partial file
+                cell = f"cell {run.recipe.model.cell!r}"
+                write_step(partial, partial / LITERT_FILE, cell)
             marker = {"run_dir": str(source), "backend": "tensorflow"}
             runs.write_json(partial / MARKER, marker)
             interrupts.raise_if_noted()
