@@ -10,6 +10,7 @@ need other processes (a real Ctrl-C, exports started together) are marked
 `processes`.
 """
 
+import contextlib
 import csv
 import json
 import os
@@ -449,6 +450,17 @@ class DroppedCtrlC:
         time.sleep(0.2)  # the handler runs here, inside __del__
 
 
+@contextlib.contextmanager
+def ctrl_c_at_its_default():
+    """SIGINT as a terminal gives it (a suite started in the background
+    ignores it, and a command leaves an ignored SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def dropped_ctrl_c_while(module, name, probe):
     original = getattr(module, name)
 
@@ -464,7 +476,8 @@ def dropped_ctrl_c_while(module, name, probe):
 def a_dropped_ctrl_c_during_a_preset_write_leaves_no_preset(probe):
     dropped_ctrl_c_while(preset_builder, "_write_run_files", probe)
     argv = [str(probe.made["finished"]), str(probe.tmp / "p")]
-    line = one_line_exit(probe.capsys, lambda: preset.main(argv), code=130)
+    with ctrl_c_at_its_default():
+        line = one_line_exit(probe.capsys, lambda: preset.main(argv), code=130)
     assert "interrupted" in line
     assert list(probe.tmp.iterdir()) == []
 
@@ -474,7 +487,8 @@ def a_dropped_ctrl_c_during_an_export_leaves_no_export(probe):
     probe.monkeypatch.setattr(saved_model, "export_model", stand_in_export)
     dropped_ctrl_c_while(saved_model, "export_model", probe)
     argv = [str(probe.made["finished"]), str(probe.tmp / "o")]
-    line = one_line_exit(probe.capsys, lambda: export.main(argv), code=130)
+    with ctrl_c_at_its_default():
+        line = one_line_exit(probe.capsys, lambda: export.main(argv), code=130)
     assert "interrupted" in line
     assert list(probe.tmp.iterdir()) == []
 
