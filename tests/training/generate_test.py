@@ -44,7 +44,7 @@ def test_generate_cli_needs_no_data(language_model_run):
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        ({"length": -1}, "`length` must be >= 0; received -1"),
+        ({"length": -1}, r"`length` must be in \[0, 1,000,000\] tokens; received -1"),
         ({"temperature": 0}, r"`temperature` must be in \(0, inf\); received 0"),
         ({"top_k": 0}, "`top_k` must be >= 1; received 0"),
     ],

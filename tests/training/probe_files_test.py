@@ -208,7 +208,7 @@ REFUSALS = [
         "generate --length 100000000000",
         "generate",
         ["{dyck_run}", "--prompt", "(a", "--length", "100000000000"],
-        "`length` must be <= 1,000,000 tokens",
+        "`length` must be in [0, 1,000,000] tokens",
         "no_loading",
     ),
     (

@@ -15,8 +15,11 @@ from training.runs import runs
 def _check(length, temperature, top_k, seed):
     if isinstance(length, bool) or not isinstance(length, int):
         raise ValueError(f"`length` must be an integer; received {length!r}.")
-    if length < 0:
-        raise ValueError(f"`length` must be >= 0; received {length!r}.")
+    if not 0 <= length <= zoo.sampler.MAX_LENGTH:
+        raise ValueError(
+            f"`length` must be in [0, {zoo.sampler.MAX_LENGTH:,}] tokens; received "
+            f"{length:,}."
+        )
     # 0 asks for the prompt alone; the sampler's checks hold for the rest.
     zoo.sampler.check_options(max(length, 1), temperature, top_k, seed)
 

@@ -38,15 +38,18 @@ def test_litert_step_equals_serve_step_over_100_steps(tmp_path, preset):
     assert set(runner.get_input_details()) == {"token_ids", *state}
     first = loaded.serve_step(tf.constant([0]), **state)
     vocab = first["log_probabilities"].shape[-1]
-    lite_state = dict(state)
     rng = np.random.default_rng(0)
     worst = 0.0
+    # Each step from serve_step's state: a trained 512-unit state amplifies
+    # round-off ~2x a step, so two free-running loops part after 20 steps
+    # (1e-5 at step 4 for mlstm_ptb_char) while every step agrees.
     for _ in range(100):
         token = rng.integers(0, vocab, size=1).astype(np.int32)
         expected = loaded.serve_step(tf.constant(token), **state)
-        got = runner(token_ids=token, **lite_state)
-        difference = got["log_probabilities"] - expected["log_probabilities"].numpy()
-        worst = max(worst, float(np.abs(difference).max()))
+        got = runner(token_ids=token, **state)
+        for name in ["log_probabilities", *state]:
+            want = expected[name].numpy()  # relative where |value| > 1
+            difference = np.abs(got[name] - want) / np.maximum(np.abs(want), 1.0)
+            worst = max(worst, float(difference.max()))
         state = {k: expected[k].numpy() for k in state}
-        lite_state = {k: got[k] for k in state}
     assert worst < 1e-5, worst
