@@ -328,11 +328,11 @@ class Sampler(Stepper):
             "stop": id_mask(stop_ids, self.vocab_size, "stop_ids"),
         }
         if self._compiled is None:
-            self._compiled = self._compile()
+            self._compiled = self._make_program()
         out, counts = self._compiled(ids, lengths, int(max_length), options)
         return Generated(ops.convert_to_numpy(out), ops.convert_to_numpy(counts))
 
-    def _compile(self):
+    def _make_program(self):
         if keras.backend.backend() == "jax":
             return _jax_program(self)
         if keras.backend.backend() != "tensorflow":
