@@ -84,7 +84,7 @@ def test_jax_runs_record_their_backend_and_xla(jax_out):
 @needs_jax
 def test_stateful_language_model_reads_the_same_on_both_backends(jax_out):
     # Truncated BPTT trained on JAX; scoring with the state carried, dynamic
-    # evaluation (gradients), sentence scores and sampling agree with
+    # evaluation (gradients), sentence scores and greedy sampling agree with
     # TensorFlow's on the same weights.
     out, _ = jax_out
     checks = json.loads((out / "checks.json").read_text())
@@ -98,7 +98,7 @@ def test_stateful_language_model_reads_the_same_on_both_backends(jax_out):
     for name, value in on_tensorflow.items():
         np.testing.assert_allclose(value, on_jax[name], rtol=1e-4, err_msg=name)
     assert on_tensorflow["lm_dynamic"][1] != on_tensorflow["lm_dynamic"][0]
-    sample = generation.generate(out / "lm" / "run", jax_runs.PROMPT, 6, seed=1)
+    sample = generation.generate(out / "lm" / "run", jax_runs.PROMPT, 6, top_k=1)
     assert json.loads((out / "sample.json").read_text()) == sample
 
 
