@@ -342,7 +342,11 @@ class Sampler(Stepper):
             )
         import tensorflow as tf
 
-        compiled = tf.function(self.program, jit_compile=True, reduce_retracing=True)
+        # No AutoGraph: the loop is keras.ops.while_loop already, and
+        # converting the program cost 0.3 s of a command's start-up.
+        compiled = tf.function(
+            self.program, jit_compile=True, reduce_retracing=True, autograph=False
+        )
         return lambda ids, lengths, max_length, options: compiled(
             ids, lengths, max_length, options
         )
