@@ -264,6 +264,18 @@ class LanguageModel(ZooModel):
         """One step's `log_probabilities` `(batch, vocab)` of the next token."""
         return {"log_probabilities": ops.log_softmax(outputs)}
 
+    def generate(self, prompts, max_length, **options):
+        """Samples up to `max_length` tokens after each prompt, in one compiled
+        loop: `zoo.sampler.generate(self, prompts, max_length, **options)`.
+
+        Returns a `zoo.sampler.Generated` `(ids, lengths)`; the options
+        (`temperature`, `top_k`, `greedy`, `seed`, `stop_ids`, `never_ids`)
+        and their checks are `zoo.sampler.generate`'s.
+        """
+        from zoo import sampler
+
+        return sampler.generate(self, prompts, max_length, **options)
+
 
 def recognizer(
     cell,

@@ -72,6 +72,14 @@ def test_top_1_is_greedy_and_a_seed_reproduces():
     assert all(token in pair for token, pair in zip(drawn, two, strict=True))
 
 
+def test_a_language_model_generates_by_its_own_method():
+    model = _model()
+    mine = model.generate(PROMPTS, 7, temperature=2.0, seed=9)
+    theirs = generate(model, PROMPTS, 7, temperature=2.0, seed=9)
+    assert (mine.ids == theirs.ids).all() and (mine.lengths == theirs.lengths).all()
+    assert not hasattr(zoo.Recognizer, "generate")  # a language model's alone
+
+
 def test_a_stop_id_ends_its_row_and_never_ids_are_not_drawn():
     model = _model()
     greedy = generate(model, PROMPTS, 6, greedy=True).ids
