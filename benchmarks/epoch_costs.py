@@ -45,11 +45,11 @@ def fit_step(units, batches):
     model = zoo.recognizer("lstm", 6, units, embedding_dim=8)
     model.compile(
         keras.optimizers.Adam(2e-3, clipvalue=15.0),
-        **zoo.models.hybrid_recognition_loss(),
+        **zoo.hybrid_recognition_loss(),
         jit_compile=True,
         steps_per_execution=STEPS,
     )
-    targets = zoo.models.recognition_targets(ids, labels)
+    targets = zoo.recognition_targets(ids, labels)
     times = []
     clock = keras.callbacks.LambdaCallback(
         on_epoch_begin=lambda *_: times.append(time.process_time()),

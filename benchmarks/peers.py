@@ -8,7 +8,7 @@
 
 Three shapes, batch 32, random data:
 - `recognizer`: `zoo.recognizer("lstm", vocab_size=6, units=U,
-  embedding_dim=8)` with `zoo.models.hybrid_recognition_loss()`, Adam 2e-3
+  embedding_dim=8)` with `zoo.hybrid_recognition_loss()`, Adam 2e-3
   with clipvalue 15, length 55 (ids 1-5, each row 28-55 long, padded with 0).
 - `lm`: `zoo.language_model("lstm", 50, U, embedding_dim=min(U, 32))`,
   sparse cross-entropy on the logits, the same Adam, length 128;
@@ -197,11 +197,11 @@ def run_keras(row, shape, cell, units, batches, epochs):
         )
         model.compile(
             optimizer,
-            **zoo.models.hybrid_recognition_loss(),
+            **zoo.hybrid_recognition_loss(),
             jit_compile=jit,
             steps_per_execution=steps,
         )
-        targets = zoo.models.recognition_targets(ids, labels)
+        targets = zoo.recognition_targets(ids, labels)
     else:
         model = zoo.language_model(
             cell,

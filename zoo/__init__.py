@@ -10,14 +10,16 @@ from zoo.models import (
     LanguageModel,
     Recognizer,
     default_jit_compile,
-    hybrid_recognition_loss,
     language_model,
-    recognition_targets,
     recognizer,
     reset_states,
-    trace_recognizer,
 )
 from zoo.presets import from_preset, preset_card
+from zoo.recognizer_training import (
+    hybrid_recognition_loss,
+    recognition_targets,
+    trace_recognizer,
+)
 from zoo.registry import (
     available_cells,
     cell_takes_vocab_size,

@@ -118,7 +118,8 @@ def test_every_built_in_preset_loads_offline_and_matches_its_card(name):
     assert preset.model.count_params() == card["parameters"]["total"]
     trainable = sum(int(np.prod(w.shape)) for w in preset.model.trainable_weights)
     assert trainable == card["parameters"]["trainable"]
-    ids = np.arange(preset.tokenizer.vocabulary_size(), dtype="int32")[None] % 4 + 1
+    # 64 steps (a word model's 10,000-token vocabulary as one string took 33 s)
+    ids = np.arange(64, dtype="int32")[None] % 4 + 1
     outputs = preset.model(ids)
     for output in keras.tree.flatten(outputs):
         assert np.all(np.isfinite(np.asarray(output)))

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 import zoo
-from zoo.models import (
+from zoo.models import recognizer
+from zoo.recognizer_training import (
     hybrid_recognition_loss,
     recognition_targets,
-    recognizer,
     trace_recognizer,
 )
 

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from zoo.models import hybrid_recognition_loss, recognition_targets
+from zoo.recognizer_training import hybrid_recognition_loss, recognition_targets
 from zoo.tensorflow_steps import groups_steps
 
 pytestmark = pytest.mark.skipif(
