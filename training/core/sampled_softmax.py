@@ -212,12 +212,10 @@ class SampledSoftmaxModel(keras.Model):
         super().__init__(model.inputs, model.outputs, name=model.name, **kwargs)
         self.features = keras.Model(model.inputs, decoder.inputs, name="features")
         self.sampler = sampler
-        # The decoder by name and kind: this view is a functional model on
-        # the language model's own layers, not a zoo.LanguageModel itself.
-        self.decoder_name, self.tied = decoder.layer.name, decoder.tied
-        # Held outside Keras's tracking (a namespace is not tracked): its
-        # layers are already this view's, and `save` writes it, of its class.
-        self.held = types.SimpleNamespace(language_model=model)
+        # Held outside Keras's tracking (a namespace is not tracked): the
+        # language model's layers are already this view's, `compute_loss`
+        # reads its decoder, and `save` writes it, of its class.
+        self.held = types.SimpleNamespace(language_model=model, decoder=decoder)
 
     def call(self, inputs, training=None, mask=None):
         if training:  # what the decoder reads: (batch, time, dim)
@@ -229,8 +227,8 @@ class SampledSoftmaxModel(keras.Model):
     ):
         if not training:  # y_pred: the whole model's logits
             return super().compute_loss(x, y, y_pred, sample_weight, training=False)
-        layer = self.get_layer(self.decoder_name)  # the language model's own
-        if self.tied:
+        layer = self.held.decoder.layer  # the language model's own
+        if self.held.decoder.tied:
             kernel, bias = ops.transpose(layer.embeddings), None
         else:
             kernel, bias = layer.kernel, layer.bias
