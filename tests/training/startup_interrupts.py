@@ -10,6 +10,7 @@ counts of tries that ended as a Ctrl-C should: exit status 130 and one line.
     python -m tests.training.startup_interrupts [TRIES]
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -24,6 +25,36 @@ ROOT = Path(__file__).resolve().parents[2]
 FIRST, LAST = 0.8, 12.0
 
 
+@contextlib.contextmanager
+def ctrl_c_at_its_default():
+    """SIGINT at Python's own handler within the block, as a terminal gives it.
+
+    A suite started in the background (`cmd &` in a script) ignores SIGINT,
+    a child inherits an ignored signal, and Python then leaves it ignored
+    (so does a command, for its own handler): the Ctrl-C would never be
+    seen. A handler, unlike SIG_IGN, is reset to the default when a child
+    starts its program.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def started_as_from_a_terminal(command, environment):
+    """`command` started in the repository with Ctrl-C at its default, its
+    stderr piped and its stdout dropped."""
+    with ctrl_c_at_its_default():
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+
 def interrupt_at(backend, delay, folder):
     """`(exit status, [stderr lines])` of a training interrupted at `delay` s."""
     environment = {
@@ -35,19 +66,7 @@ def interrupt_at(backend, delay, folder):
     command = [sys.executable, "-m", "training.train", "tiny_dyck_lstm"]
     command += ["train.epochs=100000", "train.early_stopping_patience=100000"]
     command += ["--run-dir", str(Path(folder) / "run"), "--no-export"]
-    # Ctrl-C at its default in the child, as a terminal starts it (a suite
-    # started in the background ignores SIGINT, and a child inherits that).
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=environment,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    process = started_as_from_a_terminal(command, environment)
     try:
         time.sleep(delay)
         process.send_signal(signal.SIGINT)

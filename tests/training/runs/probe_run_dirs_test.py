@@ -10,7 +10,6 @@ need other processes (a real Ctrl-C, exports started together) are marked
 `processes`.
 """
 
-import contextlib
 import csv
 import json
 import os
@@ -25,6 +24,11 @@ import keras
 import numpy as np
 import pytest
 
+from tests.training import startup_interrupts
+from tests.training.startup_interrupts import (
+    ctrl_c_at_its_default,
+    started_as_from_a_terminal,
+)
 from tests.training.tiny import tiny_recipe
 from training import evaluate, export, generate, preset, reproduce, syntax, train
 from training.core.callbacks import RunBackup
@@ -450,17 +454,6 @@ class DroppedCtrlC:
         time.sleep(0.2)  # the handler runs here, inside __del__
 
 
-@contextlib.contextmanager
-def ctrl_c_at_its_default():
-    """SIGINT as a terminal gives it (a suite started in the background
-    ignores it, and a command leaves an ignored SIGINT ignored)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def dropped_ctrl_c_while(module, name, probe):
     original = getattr(module, name)
 
@@ -526,35 +519,13 @@ def test_probe(probe_row, made, tmp_path, monkeypatch, capsys):
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
-def started_as_from_a_terminal(command):
-    """`command` started with Ctrl-C at its default, as a terminal starts it.
-
-    A suite started in the background (`cmd &` in a script) ignores SIGINT,
-    a child inherits an ignored signal, and Python then leaves it ignored:
-    the child would never see the Ctrl-C. A handler, unlike SIG_IGN, is reset
-    to the default when the child starts its program, so this process holds
-    Python's own handler while it starts the child.
-    """
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        return subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=ENV,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 @pytest.mark.processes
 def test_probe_ctrl_c_ends_training_in_one_line_and_the_run_resumes(tmp_path):
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "training.train", "tiny_dyck_lstm"]
     command += ["train.epochs=100000", "train.early_stopping_patience=100000"]
     command += ["--run-dir", str(run_dir), "--no-export"]
-    process = started_as_from_a_terminal(command)
+    process = started_as_from_a_terminal(command, ENV)
     try:
         deadline = time.monotonic() + 240
         metadata = run_dir / runs.BACKUP / METADATA
@@ -607,8 +578,6 @@ def test_probe_ctrl_c_at_start_up_is_one_line(backend, tmp_path):
     # Issue 62: 4 of 16 timed Ctrl-Cs at start-up crashed (SIGSEGV, SIGABRT)
     # or printed a traceback. A few moments here (from the package's import to
     # the backend's); `python -m tests.training.startup_interrupts` tries 20.
-    from tests.training import startup_interrupts
-
     for delay in (0.5, 1.5, 4.0):
         status, lines = startup_interrupts.interrupt_at(
             backend, delay, tmp_path / f"{delay}"
