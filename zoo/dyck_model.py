@@ -73,9 +73,6 @@ class DyckRNN(ZooModel):
     (1, 4, 2)
     """
 
-    config_keys = ("k", "m", "embedding_dim", "trainable_embeddings")
-    config_keys += ("first_bracket_id",)
-
     def __init__(
         self,
         k,

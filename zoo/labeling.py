@@ -28,18 +28,6 @@ POOLINGS = ("last", *POOLING_MODES)
 class _Labeler(ZooModel):
     """A tagger (`pooling=None`) or a classifier pooling its states so."""
 
-    config_keys = (
-        "cell",
-        "vocab_size",
-        "units",
-        "num_classes",
-        "num_layers",
-        "bidirectional",
-        "dropout",
-        "embedding_dim",
-        "cell_options",
-    )
-
     def _labeler_graph(self, pooling, kind, arguments, kwargs):
         check_positive_int("num_classes", arguments["num_classes"])
         backbone = Backbone(
@@ -127,8 +115,6 @@ class Classifier(_Labeler):
     `pooling_layer` (the `SequencePooling` of `"mean"` and `"max"`, else
     None).
     """
-
-    config_keys = (*_Labeler.config_keys, "pooling")
 
     def __init__(
         self,

@@ -155,20 +155,6 @@ class LanguageModel(ZooModel):
     (3, 7, 50)
     """
 
-    config_keys = (
-        "cell",
-        "vocab_size",
-        "units",
-        "embedding_dim",
-        "num_layers",
-        "dropout",
-        "tie_embeddings",
-        "stateful",
-        "batch_size",
-        "output_dropout",
-        "cell_options",
-    )
-
     def __init__(
         self,
         cell,
@@ -350,16 +336,6 @@ class Recognizer(ZooModel):
     >>> sorted(model(np.ones((3, 5), "int32")))
     ['accept', 'next_symbol']
     """
-
-    config_keys = (
-        "cell",
-        "vocab_size",
-        "units",
-        "embedding_dim",
-        "num_layers",
-        "dropout",
-        "cell_options",
-    )
 
     def __init__(
         self,

@@ -22,6 +22,8 @@ names and classes the builders have always given, so the weight files of
 every earlier run load into it (`model.load_weights`).
 """
 
+import inspect
+
 import keras
 
 from zoo import keras_compat
@@ -67,12 +69,23 @@ class ZooModel(keras.Model):
     A subclass builds its graph in `__init__` and calls
     `super().__init__(inputs, outputs, name=...)`, then sets its parts
     (`token_embedding`, `recurrent_layers`, and `heads`: `{output name: the
-    layer that gives it}`), and lists its constructor arguments in
-    `config_keys`: `get_config` returns them, `from_config` passes them back
-    to the constructor.
+    layer that gives it}`), and keeps each constructor argument as the
+    attribute of its name. `config_keys`, its constructor's named arguments,
+    is read from the signature: `get_config` returns them, `from_config`
+    passes them back to the constructor.
     """
 
     config_keys = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:  # the arguments of its own constructor
+            parameters = inspect.signature(cls.__init__).parameters.values()
+            cls.config_keys = tuple(
+                p.name
+                for p in list(parameters)[1:]
+                if p.kind is p.POSITIONAL_OR_KEYWORD
+            )
 
     def __init__(self, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
