@@ -230,6 +230,17 @@ def run(main):
         name = spec.name if spec is not None else "the command"
         sys.stderr.write(f"python -m {name}: interrupted\n")
         return 130
+    finally:
+        # The command has ended and chosen its status (its last line
+        # written): a Ctrl-C still pending, or a second one, must not turn
+        # exit 130 into a death by SIGINT (status -2) as Python shuts down.
+        # (`signal.signal` first runs a handler already due: that one is
+        # dropped, and the second call sets the ignoring.)
+        if threading.current_thread() is threading.main_thread():
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            except KeyboardInterrupt:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def start_tensorflow():
