@@ -164,10 +164,15 @@ def steps_of(epoch_steps, epoch):
 
 
 def schedule_callbacks(train, monitor):
-    """The callbacks that steer training: stopping, learning rate, temperature."""
+    """The callbacks that steer training: stopping, learning rate, temperature.
+
+    `monitor` is a validation loss (`Task.monitor`), so lower is better: said
+    to Keras, which cannot tell the direction of a loss of one output
+    (`val_accept_loss`) by itself.
+    """
     callbacks = [
         keras.callbacks.EarlyStopping(
-            monitor=monitor, patience=train.early_stopping_patience
+            monitor=monitor, mode="min", patience=train.early_stopping_patience
         ),
         keras.callbacks.TerminateOnNaN(),
     ]
@@ -175,6 +180,7 @@ def schedule_callbacks(train, monitor):
         callbacks.append(
             keras.callbacks.ReduceLROnPlateau(
                 monitor=monitor,
+                mode="min",
                 factor=train.reduce_lr_factor,
                 patience=train.reduce_lr_patience,
             )

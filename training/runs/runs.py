@@ -128,11 +128,14 @@ def check_run(run_dir, needs=(RECIPE, VOCABULARY, BEST)):
 def run_directory_callbacks(run_dir, monitor, facts=None):
     """The callbacks that write into a run directory: backup, best model, logs.
 
-    `facts` are saved with each backup (`RunBackup`).
+    `facts` are saved with each backup (`RunBackup`). `monitor` is a
+    validation loss (`Task.monitor`): the best model is its lowest.
     """
     return [
         RunBackup(run_dir / BACKUP, log_path=run_dir / LOG, facts=facts),
-        AtomicModelCheckpoint(run_dir / BEST, monitor=monitor, save_best_only=True),
+        AtomicModelCheckpoint(
+            run_dir / BEST, monitor=monitor, mode="min", save_best_only=True
+        ),
         keras.callbacks.CSVLogger(str(run_dir / LOG), append=True),
         keras.callbacks.TensorBoard(str(run_dir / TENSORBOARD), write_graph=False),
     ]

@@ -23,6 +23,9 @@ from training.tasks.task import Task, check_stateless
 STEP_LABELS = ("string", "prefix")
 # Which recognition strings train the next-symbol head (see RecognitionTask).
 NEXT_SYMBOL_LOSSES = ("all", "positives")
+# `task.monitor`: the validation loss that keeps the best checkpoint and
+# drives the learning-rate schedule and early stopping (see RecognitionTask).
+MONITORS = ("val_loss", "val_accept_loss")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,9 +36,9 @@ class RecognitionOptions(TaskOptions):
     the hard negatives are made; `negatives = "one_edit"` replaces the
     training and validation negatives by negatives one edit from their
     positives (`one_edit.one_edit_training`; the test splits stay);
-    `step_labels` and `next_symbol_loss` are the targets (see
-    `RecognitionTask`). Trains with a curriculum too
-    (`train.curriculum`: short strings first).
+    `step_labels` and `next_symbol_loss` are the targets and `monitor` the
+    validation loss a run is judged by (see `RecognitionTask`). Trains with
+    a curriculum too (`train.curriculum`: short strings first).
     """
 
     kind: ClassVar[str] = "recognition"
@@ -48,6 +51,7 @@ class RecognitionOptions(TaskOptions):
     hard_negatives: str = option("swap", choices=recognition_sets.HARD_NEGATIVES)
     next_symbol_loss: str = option("all", choices=NEXT_SYMBOL_LOSSES)
     negatives: str = option("paper", choices=one_edit.NEGATIVES)
+    monitor: str = option("val_loss", choices=MONITORS)
 
     def check(self, recipe):
         try:
@@ -67,6 +71,12 @@ class RecognitionTask(Task):
     train the `next_symbol` head: `"all"`, or `"positives"` (a negative's
     continuation is not a sample of the language; with it in the loss no
     stack cell learned to use its stack, see docs/stack-training.md).
+    `task.monitor` is the validation loss that keeps the best checkpoint and
+    drives the learning-rate schedule and early stopping: the hybrid loss
+    (`"val_loss"`, the default), or the `accept` head's alone
+    (`"val_accept_loss"`), the head the recognition metrics read; the
+    next-symbol term keeps an entropy no model removes, so its noise can
+    hide the accept head's gains from the sum.
 
     A hyperparameter search maximizes strict accuracy on the validation
     split's positive strings (`search_objective`), logged at every epoch's
@@ -93,6 +103,10 @@ class RecognitionTask(Task):
         self.language = recipe.task.language
         super().__init__(recipe, vocabulary)
         self.start_id = dyck_strings.START_ID
+
+    @property
+    def monitor(self):
+        return self.recipe.task.monitor
 
     def own_vocabulary(self):
         return Vocabulary(languages.token_names(self.language), unk_token=None)

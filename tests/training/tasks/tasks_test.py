@@ -16,6 +16,7 @@ from training.data import (
     tokenize,
 )
 from training.data.batching import DataEpoch, curriculum_limits
+from training.runs import runs
 from training.tasks import ClosingBracketTask, make_task, recipes
 from training.tasks import task as task_module
 from zoo.cells.dyck_rnn import set_designed_weights
@@ -491,6 +492,34 @@ def test_recognition_targets_follow_step_labels_and_next_symbol_loss(
     assert targets["accept"].numpy()[order][..., 0].tolist() == accept
     assert weights["next_symbol"].numpy()[order].tolist() == next_weight
     assert weights["accept"].numpy().tolist() == [[1, 1, 1, 1]] * 2
+
+
+def test_a_recognition_run_keeps_the_model_of_its_monitors_lowest_value(tmp_path):
+    # `task.monitor` picks the validation loss the best checkpoint, the
+    # learning-rate schedule and early stopping watch; Keras cannot tell a
+    # one-output loss's direction by itself, so a run says "min" to it.
+    monitor = "val_accept_loss"  # the default, "val_loss", every other run tests
+    recipe = tiny_recipe(
+        "recognition", extra=[f"task.monitor={monitor}", "train.epochs=3"]
+    )
+    task = make_task(recipe)
+    assert task.monitor == monitor
+    runs.train_run(recipe, tmp_path / "run")
+    log = np.genfromtxt(tmp_path / "run" / runs.LOG, delimiter=",", names=True)
+    best = int(np.argmin(log[monitor]))
+    model = task.training_model(runs.load_run(tmp_path / "run").model)
+    model.compile(**task.compile_arguments())
+    kept = model.evaluate(task.validation_data(), return_dict=True, verbose=0)
+    assert kept[monitor.removeprefix("val_")] == pytest.approx(
+        log[monitor][best], rel=1e-4
+    )
+
+
+def test_a_recognition_monitor_that_is_not_a_loss_is_refused_in_one_line():
+    with pytest.raises(recipes.RecipeError) as error:
+        tiny_recipe("recognition", extra=["task.monitor=val_strict"])
+    assert "\n" not in str(error.value)
+    assert "val_accept_loss" in str(error.value)
 
 
 def test_search_callbacks_log_strict_accuracy_on_the_validation_split():
