@@ -368,13 +368,14 @@ def read_table_records(results, table):
     )
 
 
-def update_document(text, results, name="REPRODUCTION.md"):
+def update_document(text, results, name="REPRODUCTION.md", summaries=None):
     """Regenerates the table sections of a Markdown document from the records.
 
     A section is the lines between `<!-- table: NAME -->` and
     `<!-- end table -->` (each on a line of its own); it becomes
     `table_summary.markdown` of table NAME summarized from its records under
-    `results`. Everything outside the sections is left as it is.
+    `results`. Everything outside the sections is left as it is. With a list
+    `summaries`, each section's `(table, summary)` is appended to it.
 
     Returns:
         The new text and the names of the tables regenerated.
@@ -414,6 +415,8 @@ def update_document(text, results, name="REPRODUCTION.md"):
             read_table_records(results, table),
             rules=table_baselines.rule_results(table),
         )
+        if summaries is not None:
+            summaries.append((table, summary))
         updated += table_summary.markdown(table, summary).rstrip("\n").split("\n")
         updated.append(END)
         names.append(table.name)
