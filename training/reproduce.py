@@ -9,7 +9,7 @@
 Every row x seed is a `python -m training.train` run, recorded in RESULTS; the
 same command resumes a killed sweep. Behind it, in `training.reproduction`:
 `table_sweep` (how runs are shared, recorded, set aside and kept apart by
-backend), `summary_page` and `records.report_document` (--report) and `backfill`.
+backend), `summary_page` and `records.report_document` (--report), `backfill`.
 """
 
 import sys
@@ -58,8 +58,7 @@ def main(argv=None):
         nargs="?",
         const="",
         metavar="FILE",
-        help="regenerate REPRODUCTION.md, docs/reproduction/ and the figures "
-        "from the records; with FILE, only FILE's table sections",
+        help="REPRODUCTION.md, its pages and figures again; FILE: its sections",
     )
     add(
         "--backfill",
@@ -85,13 +84,8 @@ def main(argv=None):
     except ValueError as error:
         parser.exit(2, f"{prog}: error: {error}\n")
     command_line.start_tensorflow()
-    from training.reproduction import (
-        backfill,
-        records,
-        summary_page,
-        table_schema,
-        table_sweep,
-    )
+    from training.reproduction import backfill, records, table_schema, table_sweep
+    from training.reproduction import summary_page as summary
     from training.runs import runs
     from training.tasks import recipes
 
@@ -102,8 +96,7 @@ def main(argv=None):
             print(f"{results_dir}: {len(changed)} records backfilled")
             return 0
         if args.report is not None:
-            report = records.report_document if args.report else summary_page.write
-            print(report(args.report or ".", results_dir))
+            print(summary.report(args.report, results_dir))
             return 0
         options = ("out", "seeds", "only", "shard", "jobs", "threads", "backend")
         sweep = table_sweep.prepare(

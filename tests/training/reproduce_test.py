@@ -251,6 +251,34 @@ def test_reproduction_md_is_what_the_records_give():
     assert len(texts[root / summary_page.SUMMARY].splitlines()) <= 300
 
 
+def test_report_writes_the_summary_pages_and_figures(tiny_table, recorded, tmp_path):
+    """`--report` without FILE: the page's sections, REPRODUCTION.md with its
+    claims and figures, each figure's PNG beside its CSV; a second run
+    changes nothing (issue 60)."""
+    root = tmp_path / "repo"
+    (root / summary_page.PAGES).mkdir(parents=True)
+    (root / summary_page.PAGES / "tiny.md").write_text(
+        f"# A tiny paper\n\nProse.\n\n<!-- table: {tiny_table} -->\nstale\n"
+        "<!-- end table -->\n"
+    )
+    (root / "benchmarks").mkdir()
+    peers = (Path(__file__).parents[2] / "benchmarks" / "README.md").read_text()
+    (root / "benchmarks" / "README.md").write_text(peers)
+    line = summary_page.write(root, recorded)
+    assert "REPRODUCTION.md" in line and "tiny.md" in line
+    page = (root / summary_page.PAGES / "tiny.md").read_text()
+    assert "stale" not in page and "### Tiny table" in page
+    summary = (root / "REPRODUCTION.md").read_text()
+    assert "| wide has lower cross-entropy than small | holds | Welch p < 0.001" in (
+        summary
+    )
+    assert "[A tiny paper](docs/reproduction/tiny.md)" in summary
+    speed = root / summary_page.FIGURES / "speed-against-peers.png"
+    assert speed.is_file() and speed.with_suffix(".csv").is_file()
+    assert "(docs/figures/speed-against-peers.png)" in summary
+    assert summary_page.write(root, recorded).endswith(": 0 files changed")
+
+
 def test_every_section_before_the_split_is_kept():
     """Each table marker and heading of REPRODUCTION.md before issue 60 moved
     it is still under docs/reproduction/ (the list: reproduction_sections.txt)."""

@@ -154,3 +154,12 @@ def write(root, results_dir):
         f"{results_dir}: {len(changed)} files changed"
         + (f" ({', '.join(changed)})" if changed else "")
     )
+
+
+def report(document, results_dir):
+    """What `--report` does: with a `document`, its table sections
+    (`records.report_document`); without, everything (`write`) from the
+    repository root."""
+    if document:
+        return records.report_document(document, results_dir)
+    return write(".", results_dir)
