@@ -272,7 +272,8 @@ def peers_table(root):
             units = [int(u) for u in line.split()[1:]]
         elif shape and line.startswith(PEERS):
             name = next(p for p in PEERS if line.startswith(p))
-            cells = re.findall(r"(\d+\.\d+) / *(\d+\.\d+)", line[len(name) :])
+            # two decimals each: columns may touch ("26.41109.86 / 109.85")
+            cells = re.findall(r"(\d+\.\d\d) / *(\d+\.\d\d)", line[len(name) :])
             if len(cells) != len(units):
                 continue  # a row not run ("-")
             for width, (wall, cpu) in zip(units, cells, strict=True):
@@ -315,6 +316,7 @@ def _plot_speed(figure):
                 [r["units"] for r in mine],
                 [r["ms_cpu"] for r in mine],
                 "o-",
+                color=f"C{PEERS.index(name)}",  # one colour a row in both panels
                 label=name,
             )
         ax.set_xscale("log", base=2)
