@@ -23,7 +23,7 @@ run in: on the JAX backend cuDNN's RNN kernel takes no bfloat16 (jaxlib
 0.11: "Unknown output type bfloat16").
 
 The script runs on any Keras 3 backend (`KERAS_BACKEND=jax`), which is how
-the GPU numbers in benchmarks/README.md were taken.
+the GPU numbers in benchmarks/log.md were taken.
 """
 
 import argparse

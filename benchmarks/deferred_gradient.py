@@ -20,7 +20,7 @@ three ways, and the zoo's own loop as a fourth:
 Prints the largest difference of each gradient (deferred and zoo against
 full, relative to the largest entry) and the best ms a call of each over
 `--rounds` rounds of `--calls` calls, the ways taking turns within a round
-(benchmarks/README.md, "A second host, JAX held to one core").
+(benchmarks/log.md, "A second host, JAX held to one core").
 """
 
 import argparse

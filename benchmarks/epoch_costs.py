@@ -8,7 +8,7 @@ compiled group of 32 steps alone, called on batches stacked beforehand;
 taking 32 batches from a `tf.data` iterator and stacking them, as
 `zoo.tensorflow_steps` does each call; and making one iterator of Keras's
 array adapter's dataset, which Keras 3.15's TensorFlow trainer does twice
-an epoch (benchmarks/README.md, "What is left at 8-32 units"). With
+an epoch (benchmarks/log.md, "What is left at 8-32 units"). With
 `KERAS_BACKEND=jax` only the `fit` lines are printed.
 
     PYTHONPATH=.:benchmarks python benchmarks/epoch_costs.py --units 8 --batches 64 256

@@ -26,7 +26,7 @@ the best epoch from the second on, in wall and in CPU seconds):
   Keras then makes one iterator for the whole `fit`, where with NumPy arrays
   its TensorFlow trainer builds a `tf.data` pipeline that makes two
   iterators an epoch and slices each batch in a mapped function
-  (benchmarks/README.md, "What is left at 8-32 units");
+  (benchmarks/log.md, "What is left at 8-32 units");
 - `graph`: the same with `jit_compile=False`, one step a call;
 - `zoo default`: not run on its own but read from those two: what
   `training.train` uses, `zoo.default_jit_compile(units, batch, length)` and

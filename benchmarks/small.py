@@ -21,7 +21,7 @@ and the ratio graph/XLA (above 1: XLA is faster). The last column is what
 
 With `KERAS_BACKEND=jax` the same steps are timed on Keras's JAX backend,
 which compiles every step with XLA: one column, the JAX column of the table
-in benchmarks/README.md (the data still come from tf.data, as in training).
+in benchmarks/log.md (the data still come from tf.data, as in training).
 
 On a machine without TensorFlow (the lent GPU machine: JAX, no TensorFlow,
 no network), `--save-shapes DIR` here writes each shape's batches, its

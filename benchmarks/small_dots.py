@@ -1,7 +1,7 @@
 """Whether TensorFlow's XLA runs a small LSTM step faster without `dot`s.
 
 JAX's XLA runs the small products of a recurrent loop as YNNPACK fusions;
-TensorFlow 2.21's emits plain `dot`s (benchmarks/README.md, "What is left
+TensorFlow 2.21's emits plain `dot`s (benchmarks/log.md, "What is left
 at 8-32 units"). This times one compiled training step of a bare LSTM loop
 (batch 32, length 55, 8 inputs, fused gates, forward and backward) with its
 products written either as `tf.matmul` or as a broadcast multiply and sum,

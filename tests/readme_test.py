@@ -9,7 +9,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [
+    README,
+    ROOT / "REPRODUCTION.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "reproduction").glob("*.md")),
+    *sorted((ROOT / "benchmarks").glob("*.md")),
+]
 # `python -m` modules that are tools, not this repository's commands.
 TOOLS = {"pytest", "pip", "venv"}
 
@@ -123,7 +129,9 @@ def prose(text):
 
 
 def anchors(page):
-    headings = re.findall(r"^#{1,6} (.+)$", prose(page.read_text()), re.MULTILINE)
+    # Fenced blocks hold no headings; a heading's code spans are in its anchor.
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.DOTALL | re.M)
+    headings = re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE)
     return {slug(heading) for heading in headings}
 
 

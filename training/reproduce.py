@@ -9,7 +9,7 @@
 Every row x seed is a `python -m training.train` run, recorded in RESULTS; the
 same command resumes a killed sweep. Behind it, in `training.reproduction`:
 `table_sweep` (how runs are shared, recorded, set aside and kept apart by
-backend), `records.report_document` (--report) and `backfill`.
+backend), `summary_page` and `records.report_document` (--report), `backfill`.
 """
 
 import sys
@@ -25,7 +25,7 @@ EXAMPLES = (
     ),
     (
         "python -m training.reproduce --report",
-        "REPRODUCTION.md's table sections again from the records in results/",
+        "REPRODUCTION.md, docs/reproduction/ and the figures from results/",
     ),
 )
 
@@ -56,10 +56,9 @@ def main(argv=None):
     add(
         "--report",
         nargs="?",
-        const="REPRODUCTION.md",
+        const="",
         metavar="FILE",
-        help="regenerate FILE's table sections (default REPRODUCTION.md) from "
-        "the records",
+        help="REPRODUCTION.md, its pages and figures again; FILE: its sections",
     )
     add(
         "--backfill",
@@ -86,6 +85,7 @@ def main(argv=None):
         parser.exit(2, f"{prog}: error: {error}\n")
     command_line.start_tensorflow()
     from training.reproduction import backfill, records, table_schema, table_sweep
+    from training.reproduction import summary_page as summary
     from training.runs import runs
     from training.tasks import recipes
 
@@ -96,7 +96,7 @@ def main(argv=None):
             print(f"{results_dir}: {len(changed)} records backfilled")
             return 0
         if args.report is not None:
-            print(records.report_document(args.report, results_dir))
+            print(summary.report(args.report, results_dir))
             return 0
         options = ("out", "seeds", "only", "shard", "jobs", "threads", "backend")
         sweep = table_sweep.prepare(

@@ -1,7 +1,7 @@
 """Which devices the Keras backend sees, without importing a backend early.
 
 The cells are written in `keras.ops` and import without TensorFlow (every
-registered cell trained on the JAX backend in benchmarks/README.md's GPU
+registered cell trained on the JAX backend in benchmarks/log.md's GPU
 runs); the zoo's device-dependent defaults (`zoo.default_jit_compile`,
 minGRU/minLSTM's `mode="auto"`) ask here.
 """

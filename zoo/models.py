@@ -24,7 +24,7 @@ from zoo.walk import walk_layers
 from zoo.zoo_model import ZooModel
 
 # On a CPU, XLA pays up to these units, at every measured length
-# (benchmarks/README.md, `python benchmarks/xla.py`); `CPU_XLA_LIMIT` bounds
+# (benchmarks/log.md, `python benchmarks/xla.py`); `CPU_XLA_LIMIT` bounds
 # the steps that `training.core.compile_mode.choose_steps` groups.
 CPU_XLA_MAX_UNITS = 512
 CPU_XLA_LIMIT = 32 * 16_384
@@ -45,7 +45,7 @@ def default_jit_compile(units=None, batch=None, length=None):
       and 1.3-1.9x at 128 (both to 2048), 1.2-1.3x at 256 and 1.1x at 512
       (to 256), the DiffStk-RNN 2.2-7.6x (8-128 units, to 2048); at 1024
       units the two were level (1.04-1.08x), so wider cells stay in the
-      graph (benchmarks/README.md, "The rule with the zoo's loop"). `batch`
+      graph (benchmarks/log.md, "The rule with the zoo's loop"). `batch`
       and `length` stay in the signature: the rule before issue 39 used them
       (Keras's own loop made XLA quadratic in the length).
     - On a CPU without a shape: `False`.

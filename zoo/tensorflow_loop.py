@@ -3,7 +3,7 @@
 `keras.layers.RNN`'s TensorFlow loop (Keras 3.15,
 `keras/src/backend/tensorflow/rnn.py`) costs a training step two things that
 grow with the width and the length of the loop, and that Keras's JAX loop
-(`lax.scan`) does not pay (benchmarks/README.md, "Where the TensorFlow step
+(`lax.scan`) does not pay (benchmarks/log.md, "Where the TensorFlow step
 lost to JAX"):
 
 1. The cell reads its weights inside the loop body, so TensorFlow's

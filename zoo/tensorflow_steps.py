@@ -6,7 +6,7 @@ of a group in a TensorFlow `while` loop around it: each step pays for the
 loop's conditionals, the iterator's optional and a launch of the compiled
 step. For the small recurrent models of the seed tables that is most of a
 step (8 units: a step costs 3.5x the compiled step itself; 32 units: 2.1x;
-benchmarks/README.md). `grouped_train_function` is a train function that
+benchmarks/log.md). `grouped_train_function` is a train function that
 takes the group's N batches from the iterator, stacks them and
 runs the N steps in one XLA program (a `while` loop inside it), as Keras on
 JAX runs a jitted step with no graph around it. The steps and their order

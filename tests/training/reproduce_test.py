@@ -15,7 +15,13 @@ import scipy.stats
 from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
 from training import reproduce, train
 from training.core import compile_mode
-from training.reproduction import records, table_runs, table_schema, table_summary
+from training.reproduction import (
+    records,
+    summary_page,
+    table_runs,
+    table_schema,
+    table_summary,
+)
 from training.tasks import recipes
 
 BAD_INPUTS = [
@@ -223,12 +229,76 @@ def test_report_refuses_a_malformed_document(
 
 
 def test_reproduction_md_is_what_the_records_give():
-    """REPRODUCTION.md's generated sections equal `--report` of results/."""
+    """REPRODUCTION.md, every page under docs/reproduction/ and the figures'
+    data files equal what `--report` gives from results/ (issue 60)."""
     root = Path(__file__).parents[2]
-    text = (root / "REPRODUCTION.md").read_text()
-    updated, names = records.update_document(text, root / "results")
-    assert names, "REPRODUCTION.md has no generated table section"
-    assert updated == text, "run: python -m training.reproduce --report"
+    texts, figures = summary_page.build(root, root / "results")
+    assert len(figures) >= 5
+    assert any(
+        path.suffix == ".md" and path.parent.name == "reproduction" for path in texts
+    )
+    stale = sorted(
+        path.relative_to(root).as_posix()
+        for path, text in texts.items()
+        if not path.is_file() or path.read_text() != text
+    )
+    assert stale == [], "run: python -m training.reproduce --report"
+    for figure in figures:  # each data file has its picture, linked
+        assert (root / summary_page.FIGURES / figure.name).is_file()
+        assert (
+            f"({summary_page.FIGURES.as_posix()}/{figure.name})"
+            in (texts[root / summary_page.SUMMARY])
+        )
+    assert len(texts[root / summary_page.SUMMARY].splitlines()) <= 300
+
+
+def test_report_writes_the_summary_pages_and_figures(tiny_table, recorded, tmp_path):
+    """`--report` without FILE: the page's sections, REPRODUCTION.md with its
+    claims and figures, each figure's PNG beside its CSV; a second run
+    changes nothing (issue 60)."""
+    root = tmp_path / "repo"
+    (root / summary_page.PAGES).mkdir(parents=True)
+    (root / summary_page.PAGES / "tiny.md").write_text(
+        f"# A tiny paper\n\nProse.\n\n<!-- table: {tiny_table} -->\nstale\n"
+        "<!-- end table -->\n"
+    )
+    (root / "benchmarks").mkdir()
+    peers = (Path(__file__).parents[2] / "benchmarks" / "README.md").read_text()
+    (root / "benchmarks" / "README.md").write_text(peers)
+    line = summary_page.write(root, recorded)
+    assert "REPRODUCTION.md" in line and "tiny.md" in line
+    page = (root / summary_page.PAGES / "tiny.md").read_text()
+    assert "stale" not in page and "### Tiny table" in page
+    summary = (root / "REPRODUCTION.md").read_text()
+    assert "| wide has lower cross-entropy than small | holds | Welch p < 0.001" in (
+        summary
+    )
+    assert "[A tiny paper](docs/reproduction/tiny.md)" in summary
+    speed = root / summary_page.FIGURES / "speed-against-peers.png"
+    assert speed.is_file() and speed.with_suffix(".csv").is_file()
+    assert "(docs/figures/speed-against-peers.png)" in summary
+    assert summary_page.write(root, recorded).endswith(": 0 files changed")
+
+
+def test_every_section_before_the_split_is_kept():
+    """Each table marker and heading of REPRODUCTION.md before issue 60 moved
+    it is still under docs/reproduction/ (the list: reproduction_sections.txt)."""
+    root = Path(__file__).parents[2]
+    listed = Path(__file__).parent / "reproduction" / "reproduction_sections.txt"
+    wanted = [
+        line for line in listed.read_text().splitlines() if not line.startswith("# ")
+    ]
+    assert len(wanted) > 50
+    pages = [page.read_text().splitlines() for page in summary_page.pages(root)]
+    lines = {line for page in pages for line in page}
+    headings = [line.lstrip("#").strip() for line in lines if line.startswith("#")]
+    missing = [
+        line
+        for line in wanted
+        if line not in lines
+        and not any(h.startswith(line.lstrip("#").strip()) for h in headings)
+    ]
+    assert missing == []
 
 
 P_VALUES = r"Welch p [<=] [0-9.e-]+, Mann-Whitney p [<=] [0-9.e-]+"
@@ -246,7 +316,8 @@ CLAIM_LINE = re.compile(
 def test_every_claim_line_of_reproduction_md_follows_the_verdict_rule():
     """Pasted sections too: no verdict from means alone, each with both tests'
     p-values."""
-    text = (Path(__file__).parents[2] / "REPRODUCTION.md").read_text()
+    root = Path(__file__).parents[2]
+    text = "\n".join(page.read_text() for page in summary_page.pages(root))
     verdicts = [m[1] for m in map(CLAIM_LINE.match, text.splitlines()) if m]
     assert len(verdicts) > 50
     assert [v for v in verdicts if not VERDICT.fullmatch(v)] == []

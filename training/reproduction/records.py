@@ -381,13 +381,14 @@ def _check_sections(metrics, table, folder):
             )
 
 
-def update_document(text, results, name="REPRODUCTION.md"):
+def update_document(text, results, name="REPRODUCTION.md", summaries=None):
     """Regenerates the table sections of a Markdown document from the records.
 
     A section is the lines between `<!-- table: NAME -->` and
     `<!-- end table -->` (each on a line of its own); it becomes
     `table_summary.markdown` of table NAME summarized from its records under
-    `results`. Everything outside the sections is left as it is.
+    `results`. Everything outside the sections is left as it is. With a list
+    `summaries`, each section's `(table, summary)` is appended to it.
 
     Returns:
         The new text and the names of the tables regenerated.
@@ -427,6 +428,8 @@ def update_document(text, results, name="REPRODUCTION.md"):
             read_table_records(results, table),
             rules=table_baselines.rule_results(table),
         )
+        if summaries is not None:
+            summaries.append((table, summary))
         updated += table_summary.markdown(table, summary).rstrip("\n").split("\n")
         updated.append(END)
         names.append(table.name)

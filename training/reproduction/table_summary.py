@@ -105,6 +105,16 @@ def _both_p(welch, rank):
     return f"Welch {_p_text(welch)}, Mann-Whitney {_p_text(rank, inclusive=True)}"
 
 
+def p_values(claim):
+    """A claim's two one-sided p-values as its verdict shows them (those of
+    the opposite direction for a reversed claim), or "–" without them."""
+    if claim["p"] is None:
+        return "–"
+    if claim["outcome"] == "reversed":
+        return f"{_both_p(claim['p_opposite'], claim['rank_p_opposite'])} (opposite)"
+    return _both_p(claim["p"], claim["rank_p"])
+
+
 def verdict(better, worse, direction):
     """The verdict of the claim "`better` is better than `worse`".
 

@@ -213,7 +213,7 @@ class Task:
         step `model.predict` runs and the same outputs: `model.predict`
         builds a `tf.data` pipeline and its iterators on every call, 38 ms
         against 1.5 ms for a 256-row split of an 8-unit recogniser
-        (benchmarks/README.md, "Predicting a split"). Under a
+        (benchmarks/log.md, "Predicting a split"). Under a
         `train.distribute` strategy `model.predict` splits the batches over
         the replicas, which `predict_on_batch` would not.
         """

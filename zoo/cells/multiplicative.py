@@ -216,7 +216,7 @@ class TensorRNNCell(ZooCell):
     units]` matrix (`units**2` per example, but a copy of `batch * units**2`
     values per step and a scatter of as many in backprop). On a 2-core CPU
     (units 256, batch 32) the first form ran 4.2x faster at 7 symbols and
-    1.6x slower at 50 (`benchmarks/README.md`).
+    1.6x slower at 50 (`benchmarks/log.md`).
 
     Args:
         units: Positive integer, dimensionality of `h_t`.

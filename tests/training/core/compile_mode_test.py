@@ -58,7 +58,7 @@ def test_auto_on_a_cpu_compiles_cells_up_to_the_unit_limit_at_any_length():
     small = compile_mode.choose("auto", 8, 32, 56)
     assert small == (True, "auto: on a CPU, units 8 <= 512")
     # Long loops and wide steps too: the zoo's TensorFlow loop keeps XLA's
-    # compiled loop linear in the length (benchmarks/README.md).
+    # compiled loop linear in the length (benchmarks/log.md).
     assert compile_mode.choose("auto", 32, 32, 2048).used
     assert compile_mode.choose("auto", 512, 128, 1024).used
     wide = compile_mode.choose("auto", 513, 32, 16)
