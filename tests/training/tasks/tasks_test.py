@@ -498,7 +498,7 @@ def test_a_recognition_run_keeps_the_model_of_its_monitors_lowest_value(tmp_path
     # `task.monitor` picks the validation loss the best checkpoint, the
     # learning-rate schedule and early stopping watch; Keras cannot tell a
     # one-output loss's direction by itself, so a run says "min" to it.
-    monitor = "val_accept_loss"  # the default, "val_loss", every other run tests
+    monitor = "val_accept_loss"  # the recipe's; other tasks watch "val_loss"
     recipe = tiny_recipe(
         "recognition", extra=[f"task.monitor={monitor}", "train.epochs=3"]
     )
