@@ -282,9 +282,10 @@ def test_refusals_write_nothing(dyck_run, tmp_path, capsys):
     assert [p.name for p in (tmp_path / "taken").iterdir()] == ["notes.txt"]
 
 
-def test_a_language_model_card_shows_its_trigram_baseline(tmp_path):
+def test_a_language_model_card_shows_its_trigram_baseline_and_a_sample(tmp_path):
     from tests.training.tiny import train_text_run
     from training.data import ngram_baseline
+    from training.runs import generation
     from training.tasks import make_task
 
     run_dir = train_text_run(tmp_path)
@@ -299,3 +300,13 @@ def test_a_language_model_card_shows_its_trigram_baseline(tmp_path):
     bits = card["baseline"]["test"]["bits_per_token"]
     assert "Trivial baseline on the same split: 3-gram" in readme
     assert f"test.bits_per_token {bits:.4f} against" in readme
+    # A sample at temperature 0.8, the text `training.generate` draws again.
+    sample = card["sample"]
+    assert sample["temperature"] == 0.8
+    again = generation.generate(
+        run_dir, sample["prompt"], sample["length"], temperature=0.8, seed=0
+    )
+    assert sample == {**task.card_sample, "text": again}
+    assert again.startswith(sample["prompt"]) and len(again) > len(sample["prompt"])
+    assert sample["text"] in readme
+    assert preset_builder.sample_command(card) in readme

@@ -487,9 +487,23 @@ _CARD_KEYS = {
         },
         required=("name", "test"),
     ),
+    # what the model writes (`Task.card_sample`), drawn by the compiled sampler
+    "sample": Table(
+        {
+            "prompt": Text(),
+            "length": Number(0, integer=True),
+            "temperature": Number(0, low_open=True),
+            "seed": Number(0, integer=True),
+            "text": Text(),
+        },
+        required=("prompt", "length", "temperature", "seed", "text"),
+    ),
     "versions": Table(others=Text()),
 }
-CARD = Table(_CARD_KEYS, required=tuple(k for k in _CARD_KEYS if k != "baseline"))
+OPTIONAL_CARD_KEYS = ("baseline", "sample")
+CARD = Table(
+    _CARD_KEYS, required=tuple(k for k in _CARD_KEYS if k not in OPTIONAL_CARD_KEYS)
+)
 
 # A search's settings (`tuning.search`): compared key by key when resumed.
 SEARCH_SETTINGS = Table(others=_ANY)

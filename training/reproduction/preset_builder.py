@@ -307,6 +307,8 @@ def save_preset(
             baseline = run.task.trivial_baseline()
             if baseline is not None:
                 card["baseline"] = baseline
+            if run.task.card_sample is not None:
+                card["sample"] = card_sample(source, run.task.card_sample)
             runs.write_json(partial / zoo.presets.preset_loader.CARD, card)
             readme = model_card(card, recipe, metrics)
             (partial / zoo.presets.preset_loader.README).write_text(readme)
@@ -320,6 +322,42 @@ def save_preset(
     finally:
         shutil.rmtree(partial, ignore_errors=True)  # left when not moved in
     return card
+
+
+def card_sample(run_dir, plan):
+    """`plan` (`Task.card_sample`) with the text the run's model writes,
+    drawn by the compiled sampler as `python -m training.generate` draws it."""
+    from training.runs import generation
+
+    text = generation.generate(
+        run_dir,
+        plan["prompt"],
+        plan["length"],
+        temperature=plan["temperature"],
+        seed=plan["seed"],
+    )
+    return {**plan, "text": text}
+
+
+def sample_command(card):
+    """The `training.generate` command that draws a card's sample again."""
+    sample = card["sample"]
+    return shlex.join(
+        [
+            "python",
+            "-m",
+            "training.generate",
+            f"preset:{card['name']}",
+            "--prompt",
+            sample["prompt"],
+            "--length",
+            str(sample["length"]),
+            "--temperature",
+            f"{sample['temperature']:g}",
+            "--seed",
+            str(sample["seed"]),
+        ]
+    )
 
 
 def _is_preset(folder):
@@ -407,6 +445,27 @@ def model_card(card, recipe, metrics):
                 lines.append(f"| {split} | {key} | {value:,} |")
             elif isinstance(value, float):
                 lines.append(f"| {split} | {key} | {value:.4f} |")
+    if "sample" in card:
+        sample = card["sample"]
+        lines += [
+            "",
+            "## A sample",
+            "",
+            f'{sample["length"]} tokens after "{sample["prompt"]}" at temperature '
+            f"{sample['temperature']:g}, seed {sample['seed']}, from the compiled "
+            f"sampler (`zoo.generate`); the test score above is "
+            f"`{card['remeasure']['metric']}` {card['remeasure']['value']:.4f}:",
+            "",
+            "```text",
+            sample["text"],
+            "```",
+            "",
+            "The same text again:",
+            "",
+            "```bash",
+            sample_command(card),
+            "```",
+        ]
     plan = card["remeasure"]
     where = (
         f"{plan.get('sequences', 'as many')} fresh strings (data seed "

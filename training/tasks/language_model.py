@@ -73,6 +73,17 @@ class LanguageModelTask(Task):
         # Text is read after an end of line, as the corpus's lines are.
         self.start_id = self.vocabulary.eos_id if self.vocabulary.add_eos else None
 
+    @property
+    def card_sample(self):
+        """A preset card's sample: at temperature 0.8, about a paragraph (60
+        words or 300 characters), after the first three words of the
+        validation split (PTB's: "consumers may want"), which the model's
+        vocabulary holds whatever the corpus."""
+        start = self.tokenizer().pieces(self.encoded["valid"].ids[:64])
+        prompt = " ".join("".join(start).split()[:3])
+        length = 60 if self.recipe.task.level == "word" else 300
+        return {"prompt": prompt, "length": length, "temperature": 0.8, "seed": 0}
+
     def own_vocabulary(self):
         """Built from the training split only; names the corpus's conventions."""
         corpus = self.corpus

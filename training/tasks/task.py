@@ -44,6 +44,10 @@ class Task:
     # up (`zoo.text_conventions`) where the vocabulary names none; None: the
     # text as written (a Dyck task's brackets, `(a (b b) a)`).
     conventions = None
+    # What a preset's card shows of the text the model writes
+    # (`preset_builder.save_preset`): None, or the `training.runs.generation`
+    # arguments of one sample (prompt, length, temperature, seed).
+    card_sample = None
 
     def __init__(self, recipe, vocabulary=None):
         self.recipe = recipe
