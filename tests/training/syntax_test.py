@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.training.tiny import TINY
-from training import syntax
+from training import migrate, syntax
 from training.data import files, minimal_pairs
 from training.runs import runs
 from training.tasks import recipes
@@ -146,7 +146,9 @@ def test_the_marvin_linzen_form_is_read_in_both_conventions(
     assert result["overall"] == {**result["overall"], "pairs": 30, "scored": 30}
 
 
-def test_a_run_from_before_the_conventions_were_recorded(style_runs, tmp_path, capsys):
+def test_a_run_from_before_the_conventions_were_recorded_reads_once_migrated(
+    style_runs, tmp_path, capsys
+):
     old = tmp_path / "old"
     shutil.copytree(style_runs["ptb"], old)
     vocabulary = json.loads((old / runs.VOCABULARY).read_text())
@@ -154,7 +156,18 @@ def test_a_run_from_before_the_conventions_were_recorded(style_runs, tmp_path, c
     (old / runs.VOCABULARY).write_text(json.dumps(vocabulary))
     suite = write_blimp(tmp_path / "suite.jsonl", BLIMP)
     out = str(tmp_path / "out")
-    status, printed, result = score([str(old), "--suite", suite, "--out", out], capsys)
+    argv = [str(old), "--suite", suite, "--out", out]
+    with pytest.raises(SystemExit) as exit_status:
+        syntax.main(argv)
+    error = capsys.readouterr().err
+    assert exit_status.value.code == 2 and error.count("\n") == 1
+    assert f"{str(old / runs.VOCABULARY)!r} names no text conventions" in error
+    assert f"python -m training.migrate {str(old)!r}" in error
+    migrate.main([str(old)])
+    assert capsys.readouterr().out.startswith(
+        f'{old}: vocabulary.json: conventions "ptb"'
+    )
+    status, printed, result = score(argv, capsys)
     # The recipe's corpus, ptb, says which conventions.
     assert status == 0 and result["conventions"] == "ptb"
     assert result["overall"]["scored"] == len(BLIMP)

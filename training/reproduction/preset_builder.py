@@ -332,8 +332,9 @@ def _write_run_files(source, partial, run, recipe):
     """The model (float32, no optimizer; with `preset.json`, its format),
     recipe, vocabulary and metrics.
 
-    The vocabulary names its text conventions, a run's from before they were
-    recorded too (`zoo.from_preset(...).tokenizer` reads them).
+    The vocabulary names the text conventions its tokenizer reads in (a
+    run's null, not a text, as the text as written at its level), which
+    `zoo.from_preset(...).tokenizer` reads.
     """
     from training.runs import runs
 
