@@ -39,6 +39,8 @@ def main(argv=None):
     for folder in folders:
         try:
             done = [format_migration.migrate_recipe(folder / "recipe.json")]
+            if (folder / "metrics.json").is_file():
+                done.append(format_migration.migrate_metrics(folder))
             if (folder / "vocabulary.json").is_file():
                 done.append(format_migration.migrate_vocabulary(folder))
             if format_migration.is_preset(folder):  # a run directory has no format

@@ -4,16 +4,34 @@ and the library refuses the unmigrated file in one line that names it and the
 command."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 import zoo
 from tests.training.tiny import RECIPE_OF, TINY
 from training import migrate
+from training.core import file_schema
+from training.reproduction import records
 from training.runs import runs
 from training.tasks import recipes
 
 TOKENS = ["<unk>", "<eos>", "the", "cat"]
+
+
+def refused_until_migrated(main, argv, path, capsys):
+    """A command `main(argv)` reading the unmigrated file `path` exits 2 with
+    one line naming it and `python -m training.migrate FOLDER`; then the
+    folder is migrated. Returns what the migration printed."""
+    folder = Path(path).parent
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and error.count("\n") == 1
+    assert f"{str(path)!r} names no" in error
+    assert f"python -m training.migrate {str(folder)!r} brings it up to date" in error
+    migrate.main([str(folder)])
+    return capsys.readouterr().out
 
 
 def earlier_run(folder, kind):
@@ -88,3 +106,37 @@ def test_a_vocabulary_that_is_not_one_is_left_as_it_was(tmp_path, capsys):
     assert status.value.code == 2 and error.count("\n") == 1
     assert "cannot be read (KeyError: 'tokens')" in error
     assert json.loads((folder / runs.VOCABULARY).read_text()) == {"level": "word"}
+
+
+@pytest.mark.parametrize(
+    "beside, version",
+    [
+        ({"host.json": {"cpu": "Test CPU", "tensorflow": "2.16.1"}}, "2.16.1"),
+        ({"card.json": {"versions": {"tensorflow": "2.19.0"}}}, "2.19.0"),
+        ({}, None),  # a run directory: no file says which version
+    ],
+)
+def test_metrics_without_a_backend_are_given_tensorflow_and_its_version(
+    tmp_path, capsys, beside, version
+):
+    folder = tmp_path / "record"
+    folder.mkdir()
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    runs.write_json(folder / runs.RECIPE, recipe.to_dict())
+    metrics = {"test": {"wcpa": 0.5}, "jit_compile": {"used": False, "reason": "r"}}
+    runs.write_json(folder / runs.METRICS, metrics)
+    for name, value in beside.items():
+        runs.write_json(folder / name, value)
+    with pytest.raises(ValueError, match=r"names no backend") as error:
+        records.backend_of(metrics, folder / runs.METRICS)
+    assert "\n" not in str(error.value)
+    migrate.main([str(folder)])
+    shown = version or "(version unknown)"
+    assert capsys.readouterr().out.startswith(
+        f"{folder}: metrics.json: backend tensorflow {shown}\n"
+    )
+    backend = {"name": "tensorflow", "version": version}
+    migrated = runs.read_json(folder / runs.METRICS)
+    assert migrated == {**metrics, "backend": backend}
+    assert records.backend_of(migrated, folder / runs.METRICS) == "tensorflow"
+    file_schema.check(migrated, file_schema.METRICS, folder / runs.METRICS, ValueError)

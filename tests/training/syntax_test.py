@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.training.migrate_test import refused_until_migrated
 from tests.training.tiny import TINY
-from training import migrate, syntax
+from training import syntax
 from training.data import files, minimal_pairs
 from training.runs import runs
 from training.tasks import recipes
@@ -157,16 +158,8 @@ def test_a_run_from_before_the_conventions_were_recorded_reads_once_migrated(
     suite = write_blimp(tmp_path / "suite.jsonl", BLIMP)
     out = str(tmp_path / "out")
     argv = [str(old), "--suite", suite, "--out", out]
-    with pytest.raises(SystemExit) as exit_status:
-        syntax.main(argv)
-    error = capsys.readouterr().err
-    assert exit_status.value.code == 2 and error.count("\n") == 1
-    assert f"{str(old / runs.VOCABULARY)!r} names no text conventions" in error
-    assert f"python -m training.migrate {str(old)!r}" in error
-    migrate.main([str(old)])
-    assert capsys.readouterr().out.startswith(
-        f'{old}: vocabulary.json: conventions "ptb"'
-    )
+    printed = refused_until_migrated(syntax.main, argv, old / runs.VOCABULARY, capsys)
+    assert printed.startswith(f'{old}: vocabulary.json: conventions "ptb"')
     status, printed, result = score(argv, capsys)
     # The recipe's corpus, ptb, says which conventions.
     assert status == 0 and result["conventions"] == "ptb"

@@ -357,7 +357,10 @@ METRICS = Table(
         "steps_per_execution": Table(
             {"used": Number(1, integer=True), "reason": Text()}, ("used", "reason")
         ),
-        "backend": Table({"name": Text(), "version": Text()}, ("name", "version")),
+        # The version null: unknown (`backends.describe`, a migrated record).
+        "backend": Table(
+            {"name": Text(), "version": Text(nullable=True)}, ("name", "version")
+        ),
         "grouped_steps": Table({"used": Flag(), "reason": Text()}, ("used", "reason")),
     },
     others=Measures(),

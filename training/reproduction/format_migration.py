@@ -25,6 +25,11 @@ files are migrated after a merge by running it again
   from the task (the recipe corpus's, BLiMP's, or none). `migrate_vocabulary`
   writes the task's there (`Task.conventions`, what a new run's vocabulary
   records); the library now refuses a vocabulary without the key.
+- Metrics from before runs recorded their Keras backend (issue 58):
+  `metrics.json` without `backend`, which readers took for TensorFlow (the
+  only backend then). `migrate_metrics` writes TensorFlow there, with the
+  version the folder's `host.json` (a record's) or `card.json` (a preset's)
+  names, else null; the records' readers now refuse metrics without it.
 
 Each `migrate_*` returns what it changed, in a few words, or None.
 """
@@ -128,6 +133,26 @@ def migrate_vocabulary(folder):
     vocabulary.tokenizer()  # a one-line ValueError for conventions it cannot read
     write_atomically(path, vocabulary.to_json())
     return f"{path.name}: conventions {json.dumps(vocabulary.conventions)}"
+
+
+def migrate_metrics(folder):
+    """Names TensorFlow as the backend of `folder`'s `metrics.json` where it
+    names none; what it changed."""
+    folder = Path(folder)
+    path = folder / runs.METRICS
+    metrics = runs.read_json(path)
+    if not isinstance(metrics, dict) or runs.BACKEND in metrics:
+        return None
+    versions = {}
+    if (folder / "host.json").is_file():
+        versions = runs.read_json(folder / "host.json")
+    elif (folder / zoo.presets.preset_loader.CARD).is_file():
+        versions = runs.read_json(folder / zoo.presets.preset_loader.CARD)
+        versions = versions.get("versions") if isinstance(versions, dict) else {}
+    version = versions.get("tensorflow") if isinstance(versions, dict) else None
+    backend = {"name": "tensorflow", "version": version}
+    runs.write_json(path, {**metrics, runs.BACKEND: backend})
+    return f"{path.name}: backend tensorflow {version or '(version unknown)'}"
 
 
 def _write_size(folder):
