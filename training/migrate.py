@@ -3,9 +3,10 @@
     python -m training.migrate [FOLDER ...]
 
 Without folders: every built-in preset (`zoo/presets/NAME/`) and every run
-record under `results/` (`results/TABLE/ROW/seed-N/`). A file already in the
-current format is left as it is, so it runs again after a merge that brings
-presets or records from another branch.
+record under `results/` (`results/TABLE/ROW/seed-N/`); a run directory is
+migrated when named. A file already in the current format is left as it
+is, so it runs again after a merge that brings presets or records from
+another branch. Each folder changed gets one line saying what changed.
 `training.reproduction.format_migration` says what each migration changes.
 """
 
@@ -16,12 +17,15 @@ from training.cli import command_line
 EXAMPLES = (
     ("python -m training.migrate", "every built-in preset and run record"),
     ("python -m training.migrate zoo/presets/mlstm_ptb_char", "one preset"),
+    ("python -m training.migrate runs/ptb", "a run directory of an earlier version"),
 )
 
 
 def main(argv=None):
     parser = command_line.parser("python -m training.migrate", __doc__, EXAMPLES)
-    parser.add_argument("folders", nargs="*", help="presets or run records")
+    parser.add_argument(
+        "folders", nargs="*", help="presets, run records or run directories"
+    )
     args = parser.parse_args(argv)
     command_line.start_tensorflow()
     import zoo
@@ -34,14 +38,19 @@ def main(argv=None):
     changed = 0
     for folder in folders:
         try:
-            done = format_migration.migrate_recipe(folder / "recipe.json")
-            if (folder / "best.keras").is_file():
-                done = format_migration.migrate_preset(folder) or done
+            done = [format_migration.migrate_recipe(folder / "recipe.json")]
+            if (folder / "metrics.json").is_file():
+                done.append(format_migration.migrate_metrics(folder))
+            if (folder / "vocabulary.json").is_file():
+                done.append(format_migration.migrate_vocabulary(folder))
+            if format_migration.is_preset(folder):  # a run directory has no format
+                done.append(format_migration.migrate_preset(folder))
         except (ValueError, OSError) as error:
             parser.exit(2, f"{parser.prog}: error: {folder}: {error}\n")
+        done = [change for change in done if change]
         if done:
-            print(f"{folder}: migrated")
-        changed += done
+            print(f"{folder}: {'; '.join(done)}")
+        changed += bool(done)
     print(f"{changed} of {len(folders)} folders migrated; the others were current")
 
 

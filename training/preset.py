@@ -22,7 +22,7 @@ same distribution for Dyck and recognition tasks (the data seed
 import sys
 
 from training.cli import command_line
-from training.reproduction import preset_builder
+from training.reproduction import preset_builder, preset_readme
 
 EXAMPLES = (
     (
@@ -81,7 +81,7 @@ def main(argv=None):
         parser.exit(130, f"{parser.prog}: interrupted; {args.out_dir} is as it was\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    headline = preset_builder.headline(card)
+    headline = preset_readme.headline(card)
     print(f"preset {card['name']}: {headline}, {card['size_bytes']:,} bytes")
     print(f"retrain: {card['command']}")
     print(f"folder: {args.out_dir}")

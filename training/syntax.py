@@ -8,8 +8,8 @@ sentence the higher log-likelihood (Marvin & Linzen 2018), per category,
 per test set and per condition, with the out-of-vocabulary counts (OOV words
 are scored as `<unk>`; see `training.analysis.targeted_syntax`). Both
 sentences of a pair are first written in the spelling conventions of the
-corpus the run was trained on (`zoo.text_conventions`; recorded in its
-`vocabulary.json`, or for an older run derived from its recipe's corpus),
+corpus the run was trained on (`zoo.text_conventions`, recorded in its
+`vocabulary.json`),
 so a suite written with case and punctuation reads on a PTB or WikiText
 vocabulary. The report names the conventions and counts the pairs scored,
 skipped and scored with an OOV word; fewer than half scored exits 2. Writes

@@ -115,11 +115,10 @@ class Tokenizer(SpecialTokens, tf.Module):
         )
 
     @classmethod
-    def from_vocabulary(cls, vocabulary, conventions=None):
+    def from_vocabulary(cls, vocabulary):
         """The tokenizer of a `vocabulary.json` dict (a preset's, a run's).
 
-        `conventions` is used where the vocabulary names none (one from
-        before they were recorded).
+        Its `conventions` (None: the text as written at its level).
         """
         return cls(
             vocabulary["tokens"],
@@ -127,7 +126,7 @@ class Tokenizer(SpecialTokens, tf.Module):
             add_eos=vocabulary.get("add_eos", False),
             unk_token=vocabulary.get("unk_token"),
             eos_token=vocabulary.get("eos_token", "<eos>"),
-            conventions=vocabulary.get("conventions") or conventions,
+            conventions=vocabulary["conventions"],
         )
 
     def get_config(self):

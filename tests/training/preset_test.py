@@ -9,8 +9,8 @@ import zoo
 from tests.training.tiny import TINY
 from training import evaluate, export, generate, preset
 from training.analysis import ldpa
-from training.core import file_schema
-from training.reproduction import preset_builder, table_schema
+from training.core import card_schema, file_schema
+from training.reproduction import preset_builder, preset_readme, table_schema
 from training.runs import generation, runs, saved_model
 from training.tasks import recipes
 from zoo.tokenizer import Tokenizer
@@ -63,7 +63,7 @@ def test_a_saved_preset_is_the_run_with_its_card(dyck_run, dyck_preset):
     run = runs.load_run(dyck_run)
     loaded = zoo.from_preset(folder)
     assert loaded.card == card == json.loads((folder / "card.json").read_text())
-    file_schema.check(card, file_schema.CARD, folder / "card.json")
+    file_schema.check(card, card_schema.CARD, folder / "card.json")
     ids = np.array([[1, 3, 4, 6, 5, 2]], "int32")
     np.testing.assert_allclose(loaded.model(ids), run.model(ids), atol=1e-6)
     assert loaded.tokenizer.get_config() == run.tokenizer.get_config()
@@ -143,7 +143,7 @@ def test_a_damaged_preset_is_one_line_in_the_commands(dyck_preset, tmp_path, cap
 def test_every_built_in_card_is_metadata_beside_the_files_it_describes(name):
     folder = zoo.presets.preset_dir(name)
     card = file_schema.check(
-        zoo.preset_card(name), file_schema.CARD, folder / "card.json"
+        zoo.preset_card(name), card_schema.CARD, folder / "card.json"
     )
     assert not {"recipe", "metrics"} & set(card)
     recipe = runs.read_recipe(folder / "recipe.json")
@@ -170,7 +170,7 @@ def test_every_built_in_card_is_metadata_beside_the_files_it_describes(name):
 def test_the_card_schema_refuses_copies_in_one_line(change, message):
     card = {**zoo.preset_card("dyck_rnn_m4"), **change}
     with pytest.raises(file_schema.FileError) as error:
-        file_schema.check(card, file_schema.CARD, "card.json")
+        file_schema.check(card, card_schema.CARD, "card.json")
     assert str(error.value).startswith("'card.json': ")
     assert message in str(error.value) and "\n" not in str(error.value)
 
@@ -179,7 +179,7 @@ def test_the_card_schema_refuses_a_card_without_its_command():
     card = zoo.preset_card("dyck_rnn_m4")
     del card["command"]  # metadata every card holds
     with pytest.raises(file_schema.FileError, match="the file has no 'command'"):
-        file_schema.check(card, file_schema.CARD, "card.json")
+        file_schema.check(card, card_schema.CARD, "card.json")
 
 
 def test_a_preset_of_a_table_row_checks_the_row_and_keeps_its_command(
@@ -285,12 +285,11 @@ def test_refusals_write_nothing(dyck_run, tmp_path, capsys):
 def test_a_language_model_card_shows_its_trigram_baseline_and_a_sample(tmp_path):
     from tests.training.tiny import train_text_run
     from training.data import ngram_baseline
-    from training.runs import generation
     from training.tasks import make_task
 
     run_dir = train_text_run(tmp_path)
     card = preset_builder.save_preset(run_dir, tmp_path / "preset")
-    file_schema.check(card, file_schema.CARD, tmp_path / "card.json")
+    file_schema.check(card, card_schema.CARD, tmp_path / "card.json")
     run = runs.load_run(run_dir)
     task = make_task(run.recipe, vocabulary=run.task.vocabulary)
     assert card["baseline"] == ngram_baseline.ngram_baseline(task, order=3)
@@ -309,4 +308,4 @@ def test_a_language_model_card_shows_its_trigram_baseline_and_a_sample(tmp_path)
     assert sample == {**task.card_sample, "text": again}
     assert again.startswith(sample["prompt"]) and len(again) > len(sample["prompt"])
     assert sample["text"] in readme
-    assert preset_builder.sample_command(card) in readme
+    assert preset_readme.sample_command(card) in readme

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import scipy.stats
 
+from tests.training.migrate_test import refused_until_migrated
 from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
 from training import reproduce, train
 from training.core import compile_mode
@@ -22,6 +23,7 @@ from training.reproduction import (
     table_schema,
     table_summary,
 )
+from training.runs import runs
 from training.tasks import recipes
 
 BAD_INPUTS = [
@@ -116,8 +118,14 @@ def test_a_run_dir_with_another_recipe_is_refused(tiny_table, tmp_path, capsys):
     assert "holds a different recipe" in capsys.readouterr().err
 
 
+TENSORFLOW = {"name": "tensorflow", "version": "2.21.0"}
+
+
 def _metrics(wcpa, cross_entropy):
-    return {"test": {"wcpa": wcpa, "cross_entropy": cross_entropy}}
+    return {
+        "test": {"wcpa": wcpa, "cross_entropy": cross_entropy},
+        "backend": TENSORFLOW,
+    }
 
 
 def _write_record(results_dir, table, row, seed, metrics, folder=None):
@@ -129,7 +137,7 @@ def _write_record(results_dir, table, row, seed, metrics, folder=None):
     folder.mkdir(parents=True)
     files = {
         "recipe.json": run.recipe.to_dict(),
-        "metrics.json": metrics,
+        "metrics.json": {"backend": TENSORFLOW, **metrics},
         "timing.json": {"seconds": 10.0 + seed, "attempts": 1},
         "host.json": {"cpu": "Test CPU", "cpus": 2},
         "record.json": {"parameters": 100 + len(row)},
@@ -183,6 +191,27 @@ def test_report_regenerates_the_marked_sections_only(tiny_table, recorded, tmp_p
     assert "Not run yet" not in text
     assert reproduce.main(argv) == 0  # again: nothing changes
     assert document.read_text() == text
+
+
+def test_a_record_that_names_no_backend_is_refused_until_migrated(
+    tiny_table, recorded, tmp_path, capsys
+):
+    folder = records.record_dir(recorded, "tiny", "small", 2)
+    metrics = runs.read_json(folder / runs.METRICS)
+    del metrics["backend"]  # as a record written before runs recorded it
+    runs.write_json(folder / runs.METRICS, metrics)
+    (folder / "host.json").write_text(json.dumps({"tensorflow": "2.16.1"}))
+    document = tmp_path / "DOC.md"
+    document.write_text(f"<!-- table: {tiny_table} -->\n<!-- end table -->\n")
+    argv = ["--report", str(document), "--results", str(recorded)]
+    path = folder / runs.METRICS
+    printed = refused_until_migrated(reproduce.main, argv, path, capsys)
+    assert printed.startswith(f"{folder}: metrics.json: backend tensorflow 2.16.1\n")
+    assert runs.read_json(folder / runs.METRICS) == {
+        **metrics,
+        "backend": {"name": "tensorflow", "version": "2.16.1"},
+    }
+    assert reproduce.main(argv) == 0
 
 
 def test_report_shows_the_rule_rows_of_a_recognition_table(tmp_path):

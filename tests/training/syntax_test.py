@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.training.migrate_test import refused_until_migrated
 from tests.training.tiny import TINY
 from training import syntax
 from training.data import files, minimal_pairs
@@ -146,7 +147,9 @@ def test_the_marvin_linzen_form_is_read_in_both_conventions(
     assert result["overall"] == {**result["overall"], "pairs": 30, "scored": 30}
 
 
-def test_a_run_from_before_the_conventions_were_recorded(style_runs, tmp_path, capsys):
+def test_a_run_from_before_the_conventions_were_recorded_reads_once_migrated(
+    style_runs, tmp_path, capsys
+):
     old = tmp_path / "old"
     shutil.copytree(style_runs["ptb"], old)
     vocabulary = json.loads((old / runs.VOCABULARY).read_text())
@@ -154,7 +157,10 @@ def test_a_run_from_before_the_conventions_were_recorded(style_runs, tmp_path, c
     (old / runs.VOCABULARY).write_text(json.dumps(vocabulary))
     suite = write_blimp(tmp_path / "suite.jsonl", BLIMP)
     out = str(tmp_path / "out")
-    status, printed, result = score([str(old), "--suite", suite, "--out", out], capsys)
+    argv = [str(old), "--suite", suite, "--out", out]
+    printed = refused_until_migrated(syntax.main, argv, old / runs.VOCABULARY, capsys)
+    assert printed.startswith(f'{old}: vocabulary.json: conventions "ptb"')
+    status, printed, result = score(argv, capsys)
     # The recipe's corpus, ptb, says which conventions.
     assert status == 0 and result["conventions"] == "ptb"
     assert result["overall"]["scored"] == len(BLIMP)

@@ -19,7 +19,12 @@ def write_preset(folder, model, tokens, name="hand_made"):
     """A preset written by hand, as `python -m training.preset` lays it out."""
     folder.mkdir(parents=True)
     model.save_to_preset(folder)
-    vocabulary = {"level": "word", "add_eos": False, "tokens": tokens}
+    vocabulary = {
+        "level": "word",
+        "add_eos": False,
+        "conventions": None,
+        "tokens": tokens,
+    }
     (folder / "vocabulary.json").write_text(json.dumps(vocabulary))
     (folder / "recipe.json").write_text(json.dumps(CONFIG))
     (folder / "card.json").write_text(json.dumps({"name": name}))
@@ -203,7 +208,7 @@ def test_a_preset_unpacks_into_model_tokenizer_config_and_card():
     model, tokenizer, config, card = zoo.from_preset("dyck_rnn_m4")
     assert tokenizer.tokens == DYCK_TOKENS and card["name"] == "dyck_rnn_m4"
     assert config["task"]["m"] == 4
-    # Its vocabulary.json names no conventions: the text as written.
+    # Its vocabulary.json names none (null): the text as written.
     assert tokenizer.conventions == "plain"
     ids = tokenizer("(a (b b)")
     assert ids == [3, 4, 6] and tokenizer.detokenize([1, *ids]) == "START (a (b b)"

@@ -338,9 +338,7 @@ def evaluate_syntax(
     run = runs.load_run(run_dir)
     check_kind(run.recipe, ("language_model",), "Syntactic evaluation", run_dir)
     pairs = load_suite(suite, data_dir)[::every]
-    result = evaluate_pairs(
-        run.model, run.vocabulary, pairs, conventions=run.task.conventions
-    )
+    result = evaluate_pairs(run.model, run.vocabulary, pairs)
     check_scored(result, run.vocabulary)
     result["suite"] = suite
     result["every"] = every

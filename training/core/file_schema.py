@@ -15,7 +15,9 @@ A schema is made of a few pieces: `Number`, `Text`, `Name`, `Flag`,
 saved recipe, read and checked as every recipe that is resolved is).
 `check(value, schema, path, error)` returns the value (a recipe as a
 `training.core.config.recipe_loader.Recipe`) or raises `error` with that line.
-The schemas of the files are at the end.
+The schemas of the files are at the end; a preset's card's is
+`training.core.card_schema.CARD`. A piece of a schema raises `Mismatch`
+where a value fails it, naming the field with `at`.
 """
 
 import dataclasses
@@ -30,7 +32,7 @@ class FileError(ValueError):
     """A file read back does not match its schema; the message is one line."""
 
 
-class _Mismatch(Exception):
+class Mismatch(Exception):
     """Where a value fails its piece, and what was expected there."""
 
     def __init__(self, where, expected, value=None, message=None):
@@ -48,7 +50,7 @@ def _shown(value):
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _at(where, key):
+def at(where, key):
     """The field `key` of `where`: `a.b`, or `a['x.y']` for a key with a dot."""
     if isinstance(key, int):
         return f"{where}[{key}]"
@@ -101,10 +103,10 @@ class Number:
         if number and self.high is not None:
             number = value <= self.high
         if not number:
-            raise _Mismatch(where, self.expected, value)
+            raise Mismatch(where, self.expected, value)
         if abs(value) > MAX_MAGNITUDE:
             expected = self.expected.removesuffix(" or null")
-            raise _Mismatch(where, f"{expected} of magnitude <= 1e30", value)
+            raise Mismatch(where, f"{expected} of magnitude <= 1e30", value)
         return value
 
 
@@ -128,7 +130,7 @@ class Text:
         if value is None and self.nullable:
             return value
         if not isinstance(value, str) or (self.choices and value not in self.choices):
-            raise _Mismatch(where, self.expected, value)
+            raise Mismatch(where, self.expected, value)
         return value
 
 
@@ -142,7 +144,7 @@ class Name:
 
     def check(self, value, where):
         if not isinstance(value, str) or not is_name(value):
-            raise _Mismatch(where, self.expected, value)
+            raise Mismatch(where, self.expected, value)
         return value
 
 
@@ -165,7 +167,7 @@ class Flag:
 
     def check(self, value, where):
         if not isinstance(value, bool):
-            raise _Mismatch(where, self.expected, value)
+            raise Mismatch(where, self.expected, value)
         return value
 
 
@@ -182,8 +184,8 @@ class ListOf:
 
     def check(self, value, where):
         if not isinstance(value, list) or (self.nonempty and not value):
-            raise _Mismatch(where, self.expected, value)
-        return [self.item.check(item, _at(where, i)) for i, item in enumerate(value)]
+            raise Mismatch(where, self.expected, value)
+        return [self.item.check(item, at(where, i)) for i, item in enumerate(value)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,11 +205,11 @@ class Table:
 
     def check(self, value, where):
         if not isinstance(value, dict) or (self.nonempty and not value):
-            raise _Mismatch(where, self.expected, value)
+            raise Mismatch(where, self.expected, value)
         known = ", ".join(sorted(self.fields))
         for key in value:
             if key not in self.fields and self.others is None:
-                raise _Mismatch(
+                raise Mismatch(
                     where,
                     None,
                     message=f"{where or 'the file'} has unknown key {key!r}; "
@@ -215,7 +217,7 @@ class Table:
                 )
         for key in self.required:
             if key not in value:
-                raise _Mismatch(
+                raise Mismatch(
                     where,
                     None,
                     message=f"{where or 'the file'} has no {key!r}; expected "
@@ -224,7 +226,7 @@ class Table:
         checked = {}
         for key, item in value.items():
             piece = self.fields.get(key, self.others)
-            checked[key] = piece.check(item, _at(where, key))
+            checked[key] = piece.check(item, at(where, key))
         return checked
 
 
@@ -239,9 +241,9 @@ class Either:
         for piece in self.pieces:
             try:
                 return piece.check(value, where)
-            except _Mismatch:
+            except Mismatch:
                 continue
-        raise _Mismatch(where, self.expected, value)
+        raise Mismatch(where, self.expected, value)
 
 
 class Null:
@@ -251,7 +253,7 @@ class Null:
 
     def check(self, value, where):
         if value is not None:
-            raise _Mismatch(where, self.expected, value)
+            raise Mismatch(where, self.expected, value)
         return value
 
 
@@ -274,7 +276,7 @@ class Measures:
     def check(self, value, where, name=None):
         if isinstance(value, dict):
             return {
-                key: self.check(item, _at(where, key), key)
+                key: self.check(item, at(where, key), key)
                 for key, item in value.items()
             }
         return Number(*MEASURE_RANGES.get(name, ()), nullable=True).check(value, where)
@@ -309,7 +311,7 @@ class Recipe:
             return self.load(shape.check(value, where))
         except ValueError as error:
             prefix = f"{where}: " if where else ""
-            raise _Mismatch(
+            raise Mismatch(
                 where, None, message=f"{prefix}{error}".rstrip(".")
             ) from None
 
@@ -335,7 +337,7 @@ def check(value, schema, path, error=FileError):
     """
     try:
         return schema.check(value, "")
-    except _Mismatch as mismatch:
+    except Mismatch as mismatch:
         if mismatch.message is not None:
             detail = mismatch.message
         else:
@@ -357,7 +359,10 @@ METRICS = Table(
         "steps_per_execution": Table(
             {"used": Number(1, integer=True), "reason": Text()}, ("used", "reason")
         ),
-        "backend": Table({"name": Text(), "version": Text()}, ("name", "version")),
+        # The version null: unknown (`backends.describe`, a migrated record).
+        "backend": Table(
+            {"name": Text(), "version": Text(nullable=True)}, ("name", "version")
+        ),
         "grouped_steps": Table({"used": Flag(), "reason": Text()}, ("used", "reason")),
     },
     others=Measures(),
@@ -376,7 +381,7 @@ class _RecordPath:
             and all(map(is_name, parts))
             and SEED_FOLDER.fullmatch(parts[2])
         ):
-            raise _Mismatch(where, self.expected, value)
+            raise Mismatch(where, self.expected, value)
         return value
 
 
@@ -410,99 +415,6 @@ HOST = Table(
         "gpus": ListOf(Text()),
     },
     others=Text(),  # platform, Python and package versions
-)
-
-# A preset's card.json (`training.reproduction.preset_builder.save_preset`).
-PAPER_VALUE = Either(
-    Number(),
-    Table({"mean": Number(), "best": Number()}, nonempty=True),
-    expected="a finite number or a table of mean and/or best",
-)
-
-
-class _Remeasure(Table):
-    """A card's plan: fresh data is drawn with its `data_seed`."""
-
-    def check(self, value, where):
-        value = super().check(value, where)
-        name = value["metric"].rpartition(".")[2]
-        Number(*MEASURE_RANGES.get(name, ())).check(value["value"], _at(where, "value"))
-        if value["fresh_data"] and "data_seed" not in value:
-            raise _Mismatch(
-                where,
-                None,
-                message=f"{where} has no 'data_seed'; expected an integer >= 0 "
-                "with fresh_data true",
-            )
-        return value
-
-
-REMEASURE = _Remeasure(
-    {
-        "metric": Text(),
-        "value": Number(),
-        "fresh_data": Flag(),
-        "data_seed": Number(0, integer=True),
-        "sequences": Number(1, integer=True),
-        "tolerance": Number(0, low_open=True),
-    },
-    required=("metric", "value", "fresh_data", "tolerance"),
-)
-# Metadata only: the recipe and the metrics are the preset's recipe.json and
-# metrics.json beside it (a card that copies them is refused); its recipe is
-# checked when it loads, as a run's is (`training.runs.runs.load_run`).
-_CARD_KEYS = {
-    "name": Text(),
-    "description": Text(),
-    "task": Text(),
-    "cell": Text(),
-    "command": Text(nullable=True),
-    "seed": Number(0, integer=True),
-    "table": Either(
-        Null(),
-        Table(
-            {
-                "name": Text(),
-                "title": Text(),
-                "row": Text(),
-                "paper": Table(others=PAPER_VALUE),
-                "note": Text(),
-            }
-        ),
-        expected="null or an object of name, title, row, paper and note",
-    ),
-    "parameters": Table(
-        {"total": Number(0, integer=True), "trainable": Number(0, integer=True)}
-    ),
-    "size_bytes": Number(0, integer=True),
-    "remeasure": REMEASURE,
-    # what a rule scores on the same splits (`Task.trivial_baseline`)
-    "baseline": Table(
-        {
-            "name": Text(),
-            "order": Number(1, integer=True),
-            "k": Number(0, low_open=True),
-            "valid": Table(others=Number()),
-            "test": Table(others=Number()),
-        },
-        required=("name", "test"),
-    ),
-    # what the model writes (`Task.card_sample`), drawn by the compiled sampler
-    "sample": Table(
-        {
-            "prompt": Text(),
-            "length": Number(0, integer=True),
-            "temperature": Number(0, low_open=True),
-            "seed": Number(0, integer=True),
-            "text": Text(),
-        },
-        required=("prompt", "length", "temperature", "seed", "text"),
-    ),
-    "versions": Table(others=Text()),
-}
-OPTIONAL_CARD_KEYS = ("baseline", "sample")
-CARD = Table(
-    _CARD_KEYS, required=tuple(k for k in _CARD_KEYS if k not in OPTIONAL_CARD_KEYS)
 )
 
 # A search's settings (`tuning.search`): compared key by key when resumed.

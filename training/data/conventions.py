@@ -5,8 +5,8 @@ written as a corpus writes it) are `zoo.text_conventions`, TensorFlow ops
 that serve Python callers and exported SavedModels alike; this module names
 the one of each corpus of `training.data.corpora.CORPORA`, by level.
 `for_corpus(corpus, level)` is recorded in `vocabulary.json`
-(`Vocabulary.conventions`) when a run is trained, and derived from the
-recipe for runs from before.
+(`Vocabulary.conventions`) when a run is trained (`python -m
+training.migrate` writes it into a vocabulary of an earlier format).
 """
 
 from training.data.corpora import CORPORA, FILE_PREFIX

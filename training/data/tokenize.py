@@ -31,7 +31,6 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from zoo.text_conventions import AS_WRITTEN
 from zoo.tokenizer import SpecialTokens, Tokenizer, index_tokens
 
 UNK = "<unk>"
@@ -114,8 +113,8 @@ class Vocabulary(SpecialTokens):
             is always an error).
         eos_token: end-of-line token.
         conventions: the name of the training corpus's spelling conventions
-            (`zoo.text_conventions.CONVENTIONS`), or None where unknown
-            (a vocabulary from before they were recorded, or not of a text).
+            (`zoo.text_conventions.CONVENTIONS`), or None (not a text:
+            read as written at its level).
 
     Example:
     >>> vocab = Vocabulary.build("a b b\\nb c\\n", level="word", add_eos=True)
@@ -239,14 +238,12 @@ class Vocabulary(SpecialTokens):
             separator = " " if self.level == "word" else ""
         return separator.join(self.tokens[i] for i in ids)
 
-    def tokenizer(self, conventions=None):
+    def tokenizer(self):
         """The `zoo.tokenizer.Tokenizer` of natural text for this vocabulary.
 
-        In the vocabulary's conventions, else `conventions` (a task's, for a
-        vocabulary from before they were recorded), else the text as written.
+        In the vocabulary's conventions, else the text as written.
         """
-        conventions = self.conventions or conventions or AS_WRITTEN[self.level]
-        return Tokenizer.from_vocabulary(json.loads(self.to_json()), conventions)
+        return Tokenizer.from_vocabulary(json.loads(self.to_json()))
 
     def _table(self, default=-1):
         keys = tf.constant(self.tokens, dtype=tf.string)
@@ -271,7 +268,7 @@ class Vocabulary(SpecialTokens):
 
     @classmethod
     def from_json(cls, text):
-        """Inverse of `to_json` (`conventions` None when it was not recorded)."""
+        """Inverse of `to_json`."""
         return cls.from_config(json.loads(text))
 
     @classmethod
@@ -283,7 +280,7 @@ class Vocabulary(SpecialTokens):
             add_eos=config["add_eos"],
             unk_token=config["unk_token"],
             eos_token=config["eos_token"],
-            conventions=config.get("conventions"),
+            conventions=config["conventions"],
         )
 
     def __eq__(self, other):

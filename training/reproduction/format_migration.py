@@ -20,8 +20,21 @@ files are migrated after a merge by running it again
   recipe said (4 for every m) while the model had `task.m * embedding_dim`
   units. `migrate_recipe` writes the model's size there, which the recipe
   check now requires (presets' and the records' `recipe.json`).
+- Vocabularies from before they named their text conventions (issue 58):
+  `vocabulary.json` without a `conventions` key, which readers filled in
+  from the task (the recipe corpus's, BLiMP's, or none). `migrate_vocabulary`
+  writes the task's there (`Task.conventions`, what a new run's vocabulary
+  records); the library now refuses a vocabulary without the key.
+- Metrics from before runs recorded their Keras backend (issue 58):
+  `metrics.json` without `backend`, which readers took for TensorFlow (the
+  only backend then). `migrate_metrics` writes TensorFlow there, with the
+  version the folder's `host.json` (a record's) or `card.json` (a preset's)
+  names, else null; the records' readers now refuse metrics without it.
+
+Each `migrate_*` returns what it changed, in a few words, or None.
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -29,14 +42,25 @@ import keras
 import numpy as np
 
 import zoo
+from training.core.callbacks import write_atomically
+from training.data.tokenize import Vocabulary
 from training.runs import runs
 from training.tasks import make_task
 
 IDS = np.array([[1, 3, 4, 4, 3, 2], [3, 4, 3, 4, 0, 0]], "int32")
 
 
+def is_preset(folder):
+    """Whether `folder` holds a preset's model (a run directory's has no format)."""
+    loader = zoo.presets.preset_loader
+    folder = Path(folder)
+    return (folder / runs.BEST).is_file() and any(
+        (folder / name).is_file() for name in (loader.CARD, loader.PRESET)
+    )
+
+
 def migrate_preset(folder):
-    """Writes the preset in `folder` in the current format; whether it changed.
+    """Writes the preset in `folder` in the current format; what it changed.
 
     A one-line `ValueError` when the rebuilt model's outputs differ from the
     file's, and then nothing is written.
@@ -45,13 +69,14 @@ def migrate_preset(folder):
     marker = folder / zoo.presets.preset_loader.PRESET
     current = zoo.presets.preset_loader.FORMAT_VERSION
     if marker.is_file() and runs.read_json(marker).get("format_version") == current:
-        return False
+        return None
+    done = f"{runs.BEST} and {marker.name} in format version {current}"
     path = folder / runs.BEST
     loaded = keras.saving.load_model(path, compile=False, safe_mode=True)
     if isinstance(loaded, zoo.ZooModel):  # a model file migrated, its marker not
         zoo.presets.save_preset(loaded, folder)
         _write_size(folder)
-        return True
+        return done
     model = _rebuilt(folder)
     ids = IDS % _vocabulary_size(model)
     for old, new in zip(
@@ -64,23 +89,70 @@ def migrate_preset(folder):
             )
     zoo.presets.save_preset(model, folder)
     _write_size(folder)
-    return True
+    return done
 
 
 def migrate_recipe(path):
-    """Gives a Dyck-RNN recipe at `path` its true `model.units`; whether it changed."""
+    """Gives a Dyck-RNN recipe at `path` its true `model.units`; what it changed."""
     path = Path(path)
     recipe = runs.read_json(path)
     task, model = recipe.get("task", {}), recipe.get("model", {})
     if task.get("kind") != "closing_bracket":
-        return False
+        return None
     units = task["m"] * (model.get("options") or {}).get("embedding_dim", 1)
     if model.get("units") == units:
-        return False
+        return None
+    done = f"{path.name}: model.units {model.get('units')} -> {units}"
     model["units"] = units
     runs.write_json(path, recipe)
     _rewrite_readme(path.parent, r"(- Cell: `dyck_rnn`, )\d+( units)", units)
-    return True
+    return done
+
+
+def migrate_vocabulary(folder):
+    """Names the text conventions in `folder`'s `vocabulary.json` where it
+    names none: its task's (`Task.conventions`), which readers used for it
+    until then, so the folder's text reads as before; what it changed.
+
+    The recipe is read first (`runs.read_recipe`, run `migrate_recipe`
+    before) and the vocabulary checked before it is written (atomically).
+    """
+    path = Path(folder) / runs.VOCABULARY
+    config = runs.read_json(path)
+    if not isinstance(config, dict) or "conventions" in config:
+        return None
+    recipe = runs.read_recipe(Path(folder) / runs.RECIPE)
+    try:
+        vocabulary = Vocabulary.from_config({**config, "conventions": None})
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(
+            f"{str(path)!r} cannot be read ({type(error).__name__}: {error}); "
+            "expected the vocabulary python -m training.train wrote: left as it was."
+        ) from None
+    vocabulary.conventions = make_task(recipe, vocabulary=vocabulary).conventions
+    vocabulary.tokenizer()  # a one-line ValueError for conventions it cannot read
+    write_atomically(path, vocabulary.to_json())
+    return f"{path.name}: conventions {json.dumps(vocabulary.conventions)}"
+
+
+def migrate_metrics(folder):
+    """Names TensorFlow as the backend of `folder`'s `metrics.json` where it
+    names none; what it changed."""
+    folder = Path(folder)
+    path = folder / runs.METRICS
+    metrics = runs.read_json(path)
+    if not isinstance(metrics, dict) or runs.BACKEND in metrics:
+        return None
+    versions = {}
+    if (folder / "host.json").is_file():
+        versions = runs.read_json(folder / "host.json")
+    elif (folder / zoo.presets.preset_loader.CARD).is_file():
+        versions = runs.read_json(folder / zoo.presets.preset_loader.CARD)
+        versions = versions.get("versions") if isinstance(versions, dict) else {}
+    version = versions.get("tensorflow") if isinstance(versions, dict) else None
+    backend = {"name": "tensorflow", "version": version}
+    runs.write_json(path, {**metrics, runs.BACKEND: backend})
+    return f"{path.name}: backend tensorflow {version or '(version unknown)'}"
 
 
 def _write_size(folder):

@@ -173,14 +173,14 @@ def remeasure(preset):
     their data's split.
     """
     import zoo
-    from training.core import file_schema
+    from training.core import card_schema, file_schema
     from training.reproduction import table_schema
     from training.runs import runs
     from training.tasks import make_task
 
     directory = zoo.presets.preset_dir(preset)
     card_path = directory / zoo.presets.preset_loader.CARD
-    card = file_schema.check(zoo.preset_card(directory), file_schema.CARD, card_path)
+    card = file_schema.check(zoo.preset_card(directory), card_schema.CARD, card_path)
     plan = card["remeasure"]
     run = runs.load_run(directory)
     task = make_task(fresh_recipe(run.recipe, plan), vocabulary=run.task.vocabulary)
@@ -237,7 +237,7 @@ def save_preset(
 
     import zoo
     from training.core import file_schema, interrupts
-    from training.reproduction import table_schema
+    from training.reproduction import preset_readme, table_schema
     from training.runs import run_dirs, run_files, runs
     from zoo.checks import check_number
 
@@ -310,7 +310,7 @@ def save_preset(
             if run.task.card_sample is not None:
                 card["sample"] = card_sample(source, run.task.card_sample)
             runs.write_json(partial / zoo.presets.preset_loader.CARD, card)
-            readme = model_card(card, recipe, metrics)
+            readme = preset_readme.model_card(card, recipe, metrics)
             (partial / zoo.presets.preset_loader.README).write_text(readme)
             if run_dirs.stamp(source) != stamp:  # trained again while read
                 raise runs.RunError(
@@ -339,27 +339,6 @@ def card_sample(run_dir, plan):
     return {**plan, "text": text}
 
 
-def sample_command(card):
-    """The `training.generate` command that draws a card's sample again."""
-    sample = card["sample"]
-    return shlex.join(
-        [
-            "python",
-            "-m",
-            "training.generate",
-            f"preset:{card['name']}",
-            "--prompt",
-            sample["prompt"],
-            "--length",
-            str(sample["length"]),
-            "--temperature",
-            f"{sample['temperature']:g}",
-            "--seed",
-            str(sample["seed"]),
-        ]
-    )
-
-
 def _is_preset(folder):
     import zoo
 
@@ -370,8 +349,9 @@ def _write_run_files(source, partial, run, recipe):
     """The model (float32, no optimizer; with `preset.json`, its format),
     recipe, vocabulary and metrics.
 
-    The vocabulary names its text conventions, a run's from before they were
-    recorded too (`zoo.from_preset(...).tokenizer` reads them).
+    The vocabulary names the text conventions its tokenizer reads in (a
+    run's null, not a text, as the text as written at its level), which
+    `zoo.from_preset(...).tokenizer` reads.
     """
     from training.runs import runs
 
@@ -380,133 +360,3 @@ def _write_run_files(source, partial, run, recipe):
     run.task.vocabulary.conventions = run.tokenizer.conventions
     (partial / runs.VOCABULARY).write_text(run.task.vocabulary.to_json())
     shutil.copyfile(source / runs.METRICS, partial / runs.METRICS)
-
-
-def _splits(metrics):
-    """The splits of a run's `metrics`, without how it executed its steps."""
-    from training.runs import runs
-
-    return {
-        k: v for k, v in metrics.items() if k not in (*runs.EXECUTION, runs.BACKEND)
-    }
-
-
-def headline(card):
-    """The re-measured metric as measured, e.g. `test.wcpa 1.0000`."""
-    plan = card["remeasure"]
-    return f"{plan['metric']} {plan['value']:.4f} (tolerance {plan['tolerance']:g})"
-
-
-def _paper_value(value):
-    """A table row's paper number: `99.5`, or `{"best": 99.5}` as `best 99.5`."""
-    if isinstance(value, dict):
-        return ", ".join(f"{kind} {number:g}" for kind, number in value.items())
-    return f"{value:g}"
-
-
-def model_card(card, recipe, metrics):
-    """The card as Markdown (the preset's README.md), with the units of the
-    run's `recipe` and the table of its `metrics` (metrics.json's)."""
-    parameters = card["parameters"]
-    lines = [
-        f"# {card['name']}",
-        "",
-        card["description"],
-        "",
-        f"- Task: {card['task']}",
-        f"- Cell: `{card['cell']}`, {recipe.model.units} units; "
-        f"{parameters['total']:,} parameters ({parameters['trainable']:,} "
-        "trainable)",
-        f"- Seed: {card['seed']}",
-        f"- Model file: `best.keras`, {card['size_bytes']:,} bytes",
-    ]
-    if card["table"]:
-        table = card["table"]
-        paper = ", ".join(
-            f"{key} {_paper_value(value)}" for key, value in table["paper"].items()
-        )
-        lines.append(
-            f"- Table: `{table['name']}` ({table['title']}), row `{table['row']}`; "
-            f"the paper's numbers: {paper or 'none'}"
-        )
-    split, key = card["remeasure"]["metric"].split(".", 1)
-    if key in card.get("baseline", {}).get(split, {}):
-        baseline = card["baseline"]
-        lines.append(
-            f"- Trivial baseline on the same split: {baseline['name']}, "
-            f"k = {baseline['k']:g}: {split}.{key} {baseline[split][key]:.4f} "
-            f"against this model's {card['remeasure']['value']:.4f}"
-        )
-    lines += ["", "## Metrics as measured after training", ""]
-    lines += ["| split | metric | value |", "|---|---|---|"]
-    for split, values in _splits(metrics).items():
-        for key, value in values.items():
-            if isinstance(value, int):
-                lines.append(f"| {split} | {key} | {value:,} |")
-            elif isinstance(value, float):
-                lines.append(f"| {split} | {key} | {value:.4f} |")
-    if "sample" in card:
-        sample = card["sample"]
-        lines += [
-            "",
-            "## A sample",
-            "",
-            f'{sample["length"]} tokens after "{sample["prompt"]}" at temperature '
-            f"{sample['temperature']:g}, seed {sample['seed']}, from the compiled "
-            f"sampler (`zoo.generate`); the test score above is "
-            f"`{card['remeasure']['metric']}` {card['remeasure']['value']:.4f}:",
-            "",
-            "```text",
-            sample["text"],
-            "```",
-            "",
-            "The same text again:",
-            "",
-            "```bash",
-            sample_command(card),
-            "```",
-        ]
-    plan = card["remeasure"]
-    where = (
-        f"{plan.get('sequences', 'as many')} fresh strings (data seed "
-        f"{plan['data_seed']})"
-        if plan["fresh_data"]
-        else "the corpus's split again"
-    )
-    lines += [
-        "",
-        "## Re-measuring",
-        "",
-        f"`{plan['metric']}` was {plan['value']:.4f}; on {where} it is expected "
-        f"within ±{plan['tolerance']:g} of that:",
-        "",
-        "```bash",
-        f"python -m training.preset --remeasure {card['name']}",
-        "```",
-        "",
-        "## Retraining",
-        "",
-    ]
-    if card["command"]:
-        lines += ["```bash", card["command"], "```"]
-    else:
-        lines.append(
-            "Trained from a recipe file outside training/recipes/; "
-            "`recipe.json` holds every setting."
-        )
-    lines += [
-        "",
-        "## Loading",
-        "",
-        "```python",
-        "import zoo",
-        "",
-        f'preset = zoo.from_preset("{card["name"]}")  # or a path to this folder',
-        "preset.model, preset.tokenizer, preset.config, preset.card",
-        "```",
-        "",
-        f"Every CLI that reads a run reads it as `preset:{card['name']}`, e.g. "
-        f"`python -m training.evaluate preset:{card['name']} --split test`.",
-        "",
-    ]
-    return "\n".join(lines)

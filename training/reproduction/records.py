@@ -19,8 +19,9 @@
 No weights and no data: a record is what a table needs, and it outlives the
 machine. RESULTS is `results/` in the repository (`--results` of
 `training.reproduce`; `results/jax/` for runs on the JAX backend). A
-record's backend is its metrics.json's `backend` (TensorFlow for records
-from before it was written); records of one backend are never counted or
+record's backend is its metrics.json's `backend` (`python -m
+training.migrate` writes it into a record of an earlier format, which
+names none); records of one backend are never counted or
 copied for another (`RecordIndex`, `check_backend`). A record is written
 into a hidden folder beside its place and renamed into it, so a record
 folder is always complete, and two processes recording the same run keep
@@ -169,18 +170,24 @@ def copy_record(source, target, results):
     return _publish(target, files, {**record, "copied_from": origin})
 
 
-def backend_of(metrics):
-    """The Keras backend a run's metrics.json says trained it (TensorFlow
-    for runs from before it said)."""
+def backend_of(metrics, path):
+    """The Keras backend the metrics.json at `path`, `metrics`, says trained
+    its run; a one-line `TableError` where it names none (a file of an
+    earlier format)."""
     backend = metrics.get("backend") if isinstance(metrics, dict) else None
     if isinstance(backend, dict) and isinstance(backend.get("name"), str):
         return backend["name"]
-    return "tensorflow"
+    raise table_schema.TableError(
+        f"{str(path)!r} names no backend (metrics of an earlier format); "
+        f"expected a 'backend' key: python -m training.migrate "
+        f"{str(Path(path).parent)!r} brings it up to date."
+    )
 
 
 def _record_backend(folder):
+    path = Path(folder) / runs.METRICS
     try:
-        return backend_of(runs.read_json(Path(folder) / runs.METRICS))
+        return backend_of(runs.read_json(path), path)
     except (runs.RunError, OSError):
         return None  # a damaged record is refused where it is used
 
@@ -314,7 +321,7 @@ def read_record(folder, run, results, quantities=()):
         "parameters": record.get("parameters"),
         "host": describe_host(host),
         "copied_from": record.get("copied_from"),
-        "backend": backend_of(metrics),
+        "backend": backend_of(metrics, folder / runs.METRICS),
         "metrics": metrics,
         "history": quantities,
         "history_lacks": lacks,

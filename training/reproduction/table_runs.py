@@ -41,10 +41,12 @@ def check_run_backend(run, backend):
     """A finished run in OUT trained on another backend is a one-line error."""
     if not finished(run):
         return
+    path = run.run_dir / runs.METRICS
     try:
-        trained_on = records.backend_of(runs.read_json(run.run_dir / runs.METRICS))
+        metrics = runs.read_json(path)
     except (runs.RunError, OSError):
         return  # a damaged run is named and set aside where it is recorded
+    trained_on = records.backend_of(metrics, path)
     if trained_on != backend:
         raise table_schema.TableError(
             f"Run directory {str(run.run_dir)!r} was trained on {trained_on}; "

@@ -42,7 +42,7 @@ process's share of them; `training.reproduction.table_runs` trains and records t
 import dataclasses
 from pathlib import Path
 
-from training.core import file_schema, recipe_files
+from training.core import card_schema, file_schema, recipe_files
 from training.reproduction import history
 from training.tasks import recipes
 
@@ -158,7 +158,7 @@ SCHEMA = file_schema.Table(
                     "recipe": file_schema.Text(),
                     "scale": file_schema.Text(recipes.SCALES),
                     "overrides": file_schema.ListOf(file_schema.Text()),
-                    "paper": file_schema.Table(others=file_schema.PAPER_VALUE),
+                    "paper": file_schema.Table(others=card_schema.PAPER_VALUE),
                     "note": file_schema.Text(),
                 },
                 required=("name", "recipe"),

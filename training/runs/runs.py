@@ -492,5 +492,5 @@ def load_run(run_dir, precision=None):
     with _loader_errors():
         task = make_task(recipe, vocabulary=_vocabulary(loader))
         model = loader.load_model(task.build_model(stateful=False))
-        tokenizer = loader.tokenizer(task.conventions)
+        tokenizer = loader.tokenizer()
     return Run(recipe, tokenizer, task, for_evaluation(task, model))

@@ -40,7 +40,7 @@ Every task has `recipe`, `vocabulary`, `vocab_size`, `start_id` (the id a
 text is read after, or None), `end_id` and `never_generated` (the id that
 ends a sampled text, or None, and the ids one never holds), `conventions`
 (what natural text is written in before its tokens are looked up,
-`zoo.text_conventions`, where the vocabulary names none), `tokenizer()`
+`zoo.text_conventions`, as its own vocabulary records them), `tokenizer()`
 (`zoo.tokenizer.Tokenizer`), `monitor`, `search_objective`,
 `splits` and the methods `build_model(stateful=False, batch_size=None)`,
 `compile_arguments()`, `train_data()` (the dataset and the callbacks it

@@ -49,7 +49,7 @@ class AcceptabilityTask(Task):
 
     options = AcceptabilityOptions
     num_classes = 2
-    conventions = blimp_sentences.CONVENTIONS  # for runs from before it was recorded
+    conventions = blimp_sentences.CONVENTIONS
 
     def __init__(self, recipe, vocabulary=None):
         super().__init__(recipe, vocabulary)

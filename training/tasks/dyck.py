@@ -229,7 +229,9 @@ class DyckTask(Task):
             f"{entropy} ({metrics['sequences']} sequences, "
             f"Dyck-({self.k}, {self.m}))",
         ]
-        if "oracle_perplexity" in metrics:  # records from before the oracle lack it
+        # The Dyck-RNN's metrics (`ClosingBracketTask`, which predicts closing
+        # brackets only) have no cross-entropy, so no generator floor.
+        if "oracle_perplexity" in metrics:
             lines.append(
                 f"perplexity {metrics['perplexity']:.4f}, the generator's "
                 f"{metrics['oracle_perplexity']:.4f} (its floor): excess "

@@ -91,21 +91,15 @@ class LanguageModelTask(Task):
             corpus.train,
             level=corpus.level,
             add_eos=corpus.add_eos,
-            conventions=self._corpus_conventions(),
+            conventions=self.conventions,
         )
-
-    def _corpus_conventions(self):
-        task = self.recipe.task
-        return conventions.for_corpus(task.corpus, task.level)
 
     @property
     def conventions(self):
-        """The name of the corpus's spelling conventions (`zoo.text_conventions`).
-
-        The vocabulary's, or for a run from before vocabularies recorded
-        them, those of the recipe's corpus; reads no data.
-        """
-        return self.vocabulary.conventions or self._corpus_conventions()
+        """The name of the corpus's spelling conventions (`zoo.text_conventions`),
+        from the recipe's corpus; reads no data."""
+        task = self.recipe.task
+        return conventions.for_corpus(task.corpus, task.level)
 
     @functools.cached_property
     def corpus(self):

@@ -41,8 +41,9 @@ class Task:
     never_generated = ()  # ids a generated text never holds (padding, START)
     splits = ("valid", "test")
     # The conventions natural text is written in before its tokens are looked
-    # up (`zoo.text_conventions`) where the vocabulary names none; None: the
-    # text as written (a Dyck task's brackets, `(a (b b) a)`).
+    # up (`zoo.text_conventions`), which the task's own vocabulary records
+    # (and `python -m training.migrate` writes into a vocabulary of an
+    # earlier format); None: the text as written (a Dyck task's brackets).
     conventions = None
     # What a preset's card shows of the text the model writes
     # (`preset_builder.save_preset`): None, or the `training.runs.generation`
@@ -61,7 +62,7 @@ class Task:
 
     def tokenizer(self):
         """Natural text -> ids -> text for the task's vocabulary (`zoo.tokenizer`)."""
-        return self.vocabulary.tokenizer(self.conventions)
+        return self.vocabulary.tokenizer()
 
     def with_recipe(self, recipe):
         """The same data with another recipe's model and training settings.

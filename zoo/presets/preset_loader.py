@@ -161,26 +161,31 @@ class PresetLoader:
         return self._json(CONFIG)
 
     def vocabulary(self):
-        """The dict of `vocabulary.json`."""
-        return self._json(VOCABULARY)
+        """The dict of `vocabulary.json`; a one-line `ValueError` unless it
+        names its text conventions (`zoo.text_conventions`, or null)."""
+        vocabulary = self._json(VOCABULARY)
+        if isinstance(vocabulary, dict) and "conventions" not in vocabulary:
+            raise ValueError(
+                f"{str(self.path(VOCABULARY))!r} names no text conventions (a "
+                "vocabulary of an earlier format); expected a 'conventions' key: "
+                f"python -m training.migrate {str(self.directory)!r} brings it up "
+                "to date."
+            )
+        return vocabulary
 
     def card(self):
         """The dict of `card.json`, or None where there is none (a run directory)."""
         return self._json(CARD) if (self.directory / CARD).is_file() else None
 
-    def tokenizer(self, conventions=None):
-        """The `zoo.tokenizer.Tokenizer` of `vocabulary.json`.
-
-        `conventions` is used where the vocabulary names none (a run's from
-        before they were recorded: its task's).
-        """
+    def tokenizer(self):
+        """The `zoo.tokenizer.Tokenizer` of `vocabulary.json`."""
         # Imported here: tokenizing needs TensorFlow, which zoo on another
         # Keras backend does not otherwise import.
         from zoo.tokenizer import Tokenizer
 
         vocabulary = self.vocabulary()
         try:
-            return Tokenizer.from_vocabulary(vocabulary, conventions)
+            return Tokenizer.from_vocabulary(vocabulary)
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(
                 f"{str(self.path(VOCABULARY))!r} cannot be read ("

@@ -620,11 +620,9 @@ def test_depth_tagging_is_scored_per_depth_and_per_length():
 
 def test_acceptability_is_scored_per_sentence_pair_phenomenon_and_suite():
     task = make_task(tiny_recipe("acceptability"))
-    # Its words' conventions, recorded in the vocabulary or, for a run from
-    # before, the task's.
+    # Its words' conventions, the task's, recorded in the vocabulary.
     assert task.vocabulary.conventions == task.tokenizer().conventions == "blimp"
-    task.vocabulary.conventions = None
-    assert task.tokenizer().conventions == "blimp"
+    assert task.conventions == "blimp"
     arrays = task.arrays["test"]
     assert sorted(set(arrays.suites)) == ["agreement_3", "anaphora_3", "ellipsis_1"]
     good = arrays.labels == 1

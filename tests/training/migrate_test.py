@@ -1,0 +1,142 @@
+"""`python -m training.migrate` on hand-made folders of an earlier format: it
+converts each in place (one line saying what changed, nothing else touched),
+and the library refuses the unmigrated file in one line that names it and the
+command."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import zoo
+from tests.training.tiny import RECIPE_OF, TINY
+from training import migrate
+from training.core import file_schema
+from training.reproduction import records
+from training.runs import runs
+from training.tasks import recipes
+
+TOKENS = ["<unk>", "<eos>", "the", "cat"]
+
+
+def refused_until_migrated(main, argv, path, capsys):
+    """A command `main(argv)` reading the unmigrated file `path` exits 2 with
+    one line naming it and `python -m training.migrate FOLDER`; then the
+    folder is migrated. Returns what the migration printed."""
+    folder = Path(path).parent
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and error.count("\n") == 1
+    assert f"{str(path)!r} names no" in error
+    assert f"python -m training.migrate {str(folder)!r} brings it up to date" in error
+    migrate.main([str(folder)])
+    return capsys.readouterr().out
+
+
+def earlier_run(folder, kind):
+    """A run directory's recipe.json (of `kind`'s tiny recipe) and a
+    vocabulary.json from before vocabularies named their conventions."""
+    recipe = recipes.resolve(RECIPE_OF[kind], "small", TINY[kind])
+    folder.mkdir()
+    runs.write_json(folder / runs.RECIPE, recipe.to_dict())
+    vocabulary = {
+        "level": "word",
+        "add_eos": True,
+        "unk_token": "<unk>",
+        "eos_token": "<eos>",
+        "tokens": TOKENS,
+    }
+    (folder / runs.VOCABULARY).write_text(json.dumps(vocabulary))
+    return folder
+
+
+@pytest.mark.parametrize(
+    "kind, conventions",
+    [("language_model", "ptb"), ("acceptability", "blimp"), ("dyck", None)],
+)
+def test_a_vocabulary_without_conventions_is_refused_until_migrated(
+    tmp_path, capsys, kind, conventions
+):
+    folder = earlier_run(tmp_path / "run", kind)
+    recipe_before = (folder / runs.RECIPE).read_text()
+    for read in (
+        lambda: zoo.presets.PresetLoader(folder).tokenizer(),
+        lambda: runs.load_vocabulary(folder),
+    ):
+        with pytest.raises(ValueError) as error:
+            read()
+        message = str(error.value)
+        assert "\n" not in message
+        assert message.startswith(
+            f"{str(folder / runs.VOCABULARY)!r} names no text conventions"
+        )
+        assert message.endswith(
+            f"python -m training.migrate {str(folder)!r} brings it up to date."
+        )
+    migrate.main([str(folder)])
+    # What a reader filled in before: the task's (the recipe corpus's, BLiMP's).
+    assert capsys.readouterr().out == (
+        f"{folder}: vocabulary.json: conventions {json.dumps(conventions)}\n"
+        "1 of 1 folders migrated; the others were current\n"
+    )
+    vocabulary = runs.load_vocabulary(folder)
+    assert vocabulary.conventions == conventions and vocabulary.tokens == TOKENS
+    tokenizer = zoo.presets.PresetLoader(folder).tokenizer()
+    assert tokenizer.conventions == (conventions or "plain")
+    assert (folder / runs.RECIPE).read_text() == recipe_before
+    assert sorted(path.name for path in folder.iterdir()) == sorted(
+        [runs.RECIPE, runs.VOCABULARY]
+    )
+    # Again: already current, nothing changed.
+    migrated = (folder / runs.VOCABULARY).read_text()
+    migrate.main([str(folder)])
+    assert (
+        capsys.readouterr().out == "0 of 1 folders migrated; the others were current\n"
+    )
+    assert (folder / runs.VOCABULARY).read_text() == migrated
+
+
+def test_a_vocabulary_that_is_not_one_is_left_as_it_was(tmp_path, capsys):
+    folder = earlier_run(tmp_path / "run", "dyck")
+    (folder / runs.VOCABULARY).write_text(json.dumps({"level": "word"}))
+    with pytest.raises(SystemExit) as status:
+        migrate.main([str(folder)])
+    error = capsys.readouterr().err
+    assert status.value.code == 2 and error.count("\n") == 1
+    assert "cannot be read (KeyError: 'tokens')" in error
+    assert json.loads((folder / runs.VOCABULARY).read_text()) == {"level": "word"}
+
+
+@pytest.mark.parametrize(
+    "beside, version",
+    [
+        ({"host.json": {"cpu": "Test CPU", "tensorflow": "2.16.1"}}, "2.16.1"),
+        ({"card.json": {"versions": {"tensorflow": "2.19.0"}}}, "2.19.0"),
+        ({}, None),  # a run directory: no file says which version
+    ],
+)
+def test_metrics_without_a_backend_are_given_tensorflow_and_its_version(
+    tmp_path, capsys, beside, version
+):
+    folder = tmp_path / "record"
+    folder.mkdir()
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    runs.write_json(folder / runs.RECIPE, recipe.to_dict())
+    metrics = {"test": {"wcpa": 0.5}, "jit_compile": {"used": False, "reason": "r"}}
+    runs.write_json(folder / runs.METRICS, metrics)
+    for name, value in beside.items():
+        runs.write_json(folder / name, value)
+    with pytest.raises(ValueError, match=r"names no backend") as error:
+        records.backend_of(metrics, folder / runs.METRICS)
+    assert "\n" not in str(error.value)
+    migrate.main([str(folder)])
+    shown = version or "(version unknown)"
+    assert capsys.readouterr().out.startswith(
+        f"{folder}: metrics.json: backend tensorflow {shown}\n"
+    )
+    backend = {"name": "tensorflow", "version": version}
+    migrated = runs.read_json(folder / runs.METRICS)
+    assert migrated == {**metrics, "backend": backend}
+    assert records.backend_of(migrated, folder / runs.METRICS) == "tensorflow"
+    file_schema.check(migrated, file_schema.METRICS, folder / runs.METRICS, ValueError)
