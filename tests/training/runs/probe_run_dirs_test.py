@@ -29,7 +29,7 @@ from tests.training.startup_interrupts import (
     ctrl_c_at_its_default,
     started_as_from_a_terminal,
 )
-from tests.training.tiny import tiny_recipe
+from tests.training.tiny import TINY, tiny_recipe
 from training import evaluate, export, generate, preset, reproduce, syntax, train
 from training.core.callbacks import RunBackup
 from training.reproduction import preset_builder, records, table_sweep
@@ -583,3 +583,66 @@ def test_probe_ctrl_c_at_start_up_is_one_line(backend, tmp_path):
             backend, delay, tmp_path / f"{delay}"
         )
         assert startup_interrupts.one_line_130(status, lines), (delay, status, lines)
+
+
+def children(pid):
+    """The process ids of `pid`'s children (Linux's /proc)."""
+    try:
+        return [
+            int(child)
+            for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        ]
+    except FileNotFoundError:  # it has ended
+        return []
+
+
+def running(pid):
+    """Whether the process `pid` runs (not ended, not a zombie)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.processes
+def test_probe_sigint_to_the_protocol_driver_alone_stops_its_search(tmp_path):
+    # Issue 62, case 9: `kill -INT` to the tuning.protocol driver alone was
+    # ignored: the driver waited on, and its search trained on.
+    command = [sys.executable, "-m", "tuning.protocol", "stack_d2", "--rows", "gru"]
+    command += [*TINY["recognition"], "train.epochs=100000"]
+    command += ["train.early_stopping_patience=100000", "--verbose", "0"]
+    command += ["--max-trials", "1", "--seeds-per-trial", "1"]
+    command += [
+        "--directory",
+        str(tmp_path / "runs"),
+        "--record",
+        str(tmp_path / "rec"),
+    ]
+    with ctrl_c_at_its_default():
+        driver = subprocess.Popen(
+            command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    searches = []
+    try:
+        deadline = time.monotonic() + 240
+        project = tmp_path / "runs" / "stack_d2" / "gru"
+        while not list(project.glob("trial_*")):  # the search's trial has begun
+            assert driver.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        searches = children(driver.pid)
+        assert len(searches) == 1, searches
+        os.kill(driver.pid, signal.SIGINT)  # the driver alone
+        out, err = driver.communicate(timeout=120)
+    finally:
+        for pid in [driver.pid, *searches]:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        driver.wait()
+    assert driver.returncode == 130, err.decode()[-2000:]
+    assert not running(searches[0])
+    assert err.decode().strip() == "", err.decode()[-2000:]  # no traceback
+    said = [line for line in out.decode().splitlines() if line.strip()]
+    # The search's line, then the driver's one line.
+    assert said[-2].startswith("Interrupted; the same command resumes"), said
+    assert said[-1] == "Stopped in row gru; the same command resumes.", said
