@@ -56,6 +56,7 @@ RECIPE_CASES = {"list": [1, 2], "empty": {}, "bogus_kind": None}
 
 SEARCH = ["--recipe", "tiny_dyck_lstm", "--units", "4", "--max-trials", "1"]
 SEARCH += ["--verbose", "0"]
+PROTOCOL_OUT = ["--directory", "{tmp}/tuning", "--record", "{tmp}/rec"]
 # Keras Tuner's state in a record (`--record`), damaged but still JSON (issue 62),
 # and otherwise whole: `tuner0.json` (Keras Tuner writes `{}`) is what makes
 # the tuner read the others back.
@@ -311,6 +312,19 @@ REFUSALS = [
         [*REPORT, "{no_test}"],
         "metrics.json has no 'test' section",
         None,
+    ),
+    # 10: tuning.protocol started its searches with numbers they refuse
+    # (--threads 0 was refused already; its row keeps the three together)
+    *(
+        (
+            "62.10",
+            f"protocol {option} 0",
+            "protocol",
+            ["stack_d2", "--rows", "gru", option, "0", *PROTOCOL_OUT],
+            f"{option} must be >= 1",
+            "no_search",
+        )
+        for option in ("--max-trials", "--seeds-per-trial", "--threads")
     ),
 ]
 
