@@ -509,6 +509,33 @@ def analyze_and_syntax_interrupted_are_one_line(probe):
     assert list(probe.tmp.iterdir()) == []
 
 
+# Issue 62, case 10 (minor): what a killed export left beside its target
+# stayed there for good.
+
+
+def ended_pid():
+    """The process id of a process that has ended."""
+    process = subprocess.Popen([sys.executable, "-c", ""])
+    process.wait()
+    return process.pid
+
+
+@row
+def an_export_removes_what_a_killed_one_left_beside_its_target(probe):
+    probe.monkeypatch.setattr(saved_model, "export_model", stand_in_export)
+    ended, live = ended_pid(), os.getppid()
+    left = [f"o.partial-{ended}-ab_cd123", f"o.replaced-{ended}-0123abcd"]
+    kept = ["o.partial", f"o.partial-{live}-ab_cd123"]  # yours; a live export's
+    kept += [f"p.partial-{ended}-ab_cd123", f"o.partial-{ended}-ab_cd123.x"]
+    for name in left + kept:
+        (probe.tmp / name).mkdir()
+        (probe.tmp / name / "saved_model.pb").write_bytes(b"left")
+    (probe.tmp / f"o.replaced-{ended}-fedcba98").write_text("a file of yours")
+    kept.append(f"o.replaced-{ended}-fedcba98")
+    saved_model.export_run(probe.made["finished"], probe.tmp / "o")
+    assert sorted(path.name for path in probe.tmp.iterdir()) == sorted(["o", *kept])
+
+
 @pytest.mark.parametrize("probe_row", ROWS, ids=lambda function: function.__name__)
 def test_probe(probe_row, made, tmp_path, monkeypatch, capsys):
     probe_row(Probe(made, tmp_path, monkeypatch, capsys))
