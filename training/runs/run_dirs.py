@@ -226,17 +226,24 @@ def state(run_dir):
     return NEW
 
 
+def why_unfinished(run_dir):
+    """Why the run in `run_dir` is not `FINISHED` (a clause), or None."""
+    found = state(run_dir)
+    if found == FINISHED:
+        return None
+    return {
+        INTERRUPTED: "its training was interrupted (it holds backup/)",
+        PROMOTING: "a re-run finished but was not yet moved in (attempt/)",
+    }.get(found, "it has no metrics.json")
+
+
 def check_finished(run_dir):
     """A one-line `RunError` unless the run in `run_dir` is `FINISHED`.
 
     Then its `metrics.json` and `best.keras` describe the same model.
     """
-    found = state(run_dir)
-    if found != FINISHED:
-        why = {
-            INTERRUPTED: "its training was interrupted (it holds backup/)",
-            PROMOTING: "a re-run finished but was not yet moved in (attempt/)",
-        }.get(found, "it has no metrics.json")
+    why = why_unfinished(run_dir)
+    if why is not None:
         raise RunError(
             f"Run directory {str(run_dir)!r} is not a finished run: {why}; "
             "expected a run whose training ended (run its training command "

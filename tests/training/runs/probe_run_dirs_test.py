@@ -510,7 +510,7 @@ def analyze_and_syntax_interrupted_are_one_line(probe):
 
 
 # Issue 62, case 10 (minor): what a killed export left beside its target
-# stayed there for good.
+# stayed there for good; an unfinished run was exported without a word.
 
 
 def ended_pid():
@@ -534,6 +534,20 @@ def an_export_removes_what_a_killed_one_left_beside_its_target(probe):
     kept.append(f"o.replaced-{ended}-fedcba98")
     saved_model.export_run(probe.made["finished"], probe.tmp / "o")
     assert sorted(path.name for path in probe.tmp.iterdir()) == sorted(["o", *kept])
+
+
+@row
+def an_unfinished_run_is_exported_with_a_line_saying_so(probe):
+    probe.monkeypatch.setattr(saved_model, "export_model", stand_in_export)
+    probe.capsys.readouterr()
+    assert export.main([str(probe.made["interrupted"]), str(probe.tmp / "o")]) == 0
+    err = probe.capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("python -m training.export: warning: "), err
+    assert "is not a finished run: its training was interrupted" in err[0], err
+    assert (probe.tmp / "o" / saved_model.MARKER).is_file()
+    assert export.main([str(probe.made["finished"]), str(probe.tmp / "p")]) == 0
+    assert probe.capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize("probe_row", ROWS, ids=lambda function: function.__name__)
