@@ -326,6 +326,34 @@ REFUSALS = [
         )
         for option in ("--max-trials", "--seeds-per-trial", "--threads")
     ),
+    # 10: each key was within its limit, the model they ask for together not
+    (
+        "62.10",
+        "model.units=8192 model.num_layers=64",
+        "train",
+        ["tiny_dyck_lstm", "model.units=8192", "model.num_layers=64"]
+        + ["--run-dir", "{tmp}/run"],
+        "model.num_layers × model.units² = 64 × 8192² is 4,294,967,296",
+        "no_training",
+    ),
+    (
+        "62.10",
+        "model.units=8192 train.batch_size=65536",
+        "train",
+        ["tiny_dyck_lstm", "model.units=8192", "train.batch_size=65536"]
+        + ["--run-dir", "{tmp}/run"],
+        "train.batch_size × model.num_layers × model.units = 65536 × 1 × 8192",
+        "no_training",
+    ),
+    (
+        "62.10",
+        "model.options.stack_depth=10000000",
+        "train",
+        ["recognition_d2_diffstk_rnn", "model.options.stack_depth=10000000"]
+        + ["--run-dir", "{tmp}/run"],
+        "model.options.stack_depth × stack_width) = 32 × 1 × (8 + 10000000 × 5)",
+        "no_training",
+    ),
 ]
 
 
