@@ -8,6 +8,10 @@ RUN_DIR may be a preset: `preset:NAME` (`zoo.presets.available()`) or
 endpoints (`serve`, `serve_text`, the streaming ones) and how a process on
 another Keras backend writes it. `--litert` adds `serve_step.tflite`
 (`training.runs.litert`), the step at batch 1 in LiteRT builtin ops.
+
+A run whose training has not finished (interrupted: it holds `backup/`) is
+exported all the same, its best model so far, with one line on stderr
+saying so.
 """
 
 import sys
@@ -38,14 +42,20 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         command_line.start_tensorflow()
-        from training.runs import saved_model
+        from training.runs import run_dirs, runs, saved_model
 
+        why = run_dirs.why_unfinished(runs.check_run(args.run_dir))
         path = saved_model.export_run(args.run_dir, args.out_dir, args.litert)
     except KeyboardInterrupt:
         parser.exit(130, f"{parser.prog}: interrupted; {args.out_dir} is as it was\n")
     except (ValueError, OSError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(saved_model.summary(path))
+    if why is not None:  # exported all the same: a model to try while it trains
+        sys.stderr.write(
+            f"{parser.prog}: warning: {args.run_dir} is not a finished run: {why}; "
+            "exported the best model it holds so far.\n"
+        )
     return 0
 
 

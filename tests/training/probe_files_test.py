@@ -56,11 +56,19 @@ RECIPE_CASES = {"list": [1, 2], "empty": {}, "bogus_kind": None}
 
 SEARCH = ["--recipe", "tiny_dyck_lstm", "--units", "4", "--max-trials", "1"]
 SEARCH += ["--verbose", "0"]
-# Keras Tuner's state in a record (`--record`), damaged but still JSON (issue 62).
+PROTOCOL_OUT = ["--directory", "{tmp}/tuning", "--record", "{tmp}/rec"]
+# Keras Tuner's state in a record (`--record`), damaged but still JSON (issue 62),
+# and otherwise whole: `tuner0.json` (Keras Tuner writes `{}`) is what makes
+# the tuner read the others back.
+WHOLE = {"tuner0.json": {}}
 TUNER_CASES = {
-    "trial_list": {"trial_00/trial.json": [], "oracle.json": {}},
-    "oracle_empty": {"oracle.json": {}},
-    "trial_id_only": {"trial_00/trial.json": {"trial_id": 5}, "oracle.json": {}},
+    "trial_list": {**WHOLE, "trial_00/trial.json": [], "oracle.json": {}},
+    "oracle_empty": {**WHOLE, "oracle.json": {}},
+    "trial_id_only": {
+        **WHOLE,
+        "trial_00/trial.json": {"trial_id": 5},
+        "oracle.json": {},
+    },
 }
 
 # (defect, case, command, argv, what the one line says, guard)
@@ -305,6 +313,47 @@ REFUSALS = [
         "metrics.json has no 'test' section",
         None,
     ),
+    # 10: tuning.protocol started its searches with numbers they refuse
+    # (--threads 0 was refused already; its row keeps the three together)
+    *(
+        (
+            "62.10",
+            f"protocol {option} 0",
+            "protocol",
+            ["stack_d2", "--rows", "gru", option, "0", *PROTOCOL_OUT],
+            f"{option} must be >= 1",
+            "no_search",
+        )
+        for option in ("--max-trials", "--seeds-per-trial", "--threads")
+    ),
+    # 10: each key was within its limit, the model they ask for together not
+    (
+        "62.10",
+        "model.units=8192 model.num_layers=64",
+        "train",
+        ["tiny_dyck_lstm", "model.units=8192", "model.num_layers=64"]
+        + ["--run-dir", "{tmp}/run"],
+        "model.num_layers × model.units² = 64 × 8192² is 4,294,967,296",
+        "no_training",
+    ),
+    (
+        "62.10",
+        "model.units=8192 train.batch_size=65536",
+        "train",
+        ["tiny_dyck_lstm", "model.units=8192", "train.batch_size=65536"]
+        + ["--run-dir", "{tmp}/run"],
+        "train.batch_size × model.num_layers × model.units = 65536 × 1 × 8192",
+        "no_training",
+    ),
+    (
+        "62.10",
+        "model.options.stack_depth=10000000",
+        "train",
+        ["recognition_d2_diffstk_rnn", "model.options.stack_depth=10000000"]
+        + ["--run-dir", "{tmp}/run"],
+        "model.options.stack_depth × stack_width) = 32 × 1 × (8 + 10000000 × 5)",
+        "no_training",
+    ),
 ]
 
 
@@ -456,24 +505,41 @@ def test_generate_interrupted_while_sampling_is_one_line(dyck_run, capsys, monke
 
 # Issue 62, defect 2: text was cut at a NUL. The tokenizer and the graph a
 # SavedModel's serve_text runs (`TextScorer`) name the character instead.
+# The run reads natural text (BLiMP's conventions): written in a corpus's
+# conventions, the text was cut at the NUL (`the cat sees` of `The cat
+# sees\x00 the dog.`) and scored, unknown words after it and all; a Dyck
+# run's text is as written, where `(a\x00` was only an unknown token.
 
 
-def test_the_tokenizer_refuses_a_control_character(dyck_run):
-    tokenizer = runs.load_run(dyck_run).tokenizer
-    with pytest.raises(ValueError, match=r"control character U\+0000 at character 2"):
-        tokenizer("(a\x00 a)")
-    with pytest.raises(ValueError, match=r"U\+0007 at character 1 of text 1"):
-        tokenizer(["(a a)", "(\x07a a)"])
+@pytest.fixture(scope="module")
+def natural_text_run(tiny_runs):
+    """The tiny acceptability run: a classifier of BLiMP-like sentences."""
+    return tiny_runs("acceptability")[1]
 
 
-def test_serve_text_refuses_a_control_character(dyck_run):
+CUT = ["The cat sees\x00 the dog.", "The cat\x00 zzz qqq."]  # cut at the NUL
+
+
+def test_the_tokenizer_refuses_a_control_character(natural_text_run):
+    tokenizer = runs.load_run(natural_text_run).tokenizer
+    assert tokenizer.conventions == "blimp"
+    for text in CUT:
+        with pytest.raises(ValueError, match=r"control character U\+0000 at char"):
+            tokenizer(text)
+    with pytest.raises(ValueError, match=r"U\+0007 at character 3 of text 1"):
+        tokenizer(["The cat sees the dog.", "The\x07 cat sees the dog."])
+
+
+def test_serve_text_refuses_a_control_character(natural_text_run):
     import tensorflow as tf
 
     from zoo import serving
 
-    run = runs.load_run(dyck_run)
+    run = runs.load_run(natural_text_run)
     scorer = serving.TextScorer(run.model, run.tokenizer, start_id=run.task.start_id)
     serve_text = tf.function(scorer, input_signature=[tf.TensorSpec([None], tf.string)])
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"U\+0000 at character"):
-        serve_text(tf.constant(["(a a)", "(a\x00 a)"]))
-    assert serve_text(tf.constant(["(a\ta)"]))["lengths"].numpy().tolist() == [2]
+    for text in CUT:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"U\+0000 at char"):
+            serve_text(tf.constant(["The cat sees the dog.", text]))
+    lengths = serve_text(tf.constant(["The cat\tsees the dog."]))["lengths"]
+    assert lengths.numpy().tolist() == [6]  # a tab is white space

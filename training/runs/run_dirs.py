@@ -34,9 +34,11 @@ files atomically and read them back, each failure one line.
 import contextlib
 import errno
 import fcntl
+import glob
 import json
 import math
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -224,17 +226,24 @@ def state(run_dir):
     return NEW
 
 
+def why_unfinished(run_dir):
+    """Why the run in `run_dir` is not `FINISHED` (a clause), or None."""
+    found = state(run_dir)
+    if found == FINISHED:
+        return None
+    return {
+        INTERRUPTED: "its training was interrupted (it holds backup/)",
+        PROMOTING: "a re-run finished but was not yet moved in (attempt/)",
+    }.get(found, "it has no metrics.json")
+
+
 def check_finished(run_dir):
     """A one-line `RunError` unless the run in `run_dir` is `FINISHED`.
 
     Then its `metrics.json` and `best.keras` describe the same model.
     """
-    found = state(run_dir)
-    if found != FINISHED:
-        why = {
-            INTERRUPTED: "its training was interrupted (it holds backup/)",
-            PROMOTING: "a re-run finished but was not yet moved in (attempt/)",
-        }.get(found, "it has no metrics.json")
+    why = why_unfinished(run_dir)
+    if why is not None:
         raise RunError(
             f"Run directory {str(run_dir)!r} is not a finished run: {why}; "
             "expected a run whose training ended (run its training command "
@@ -362,15 +371,67 @@ def scratch_beside(target, kind="target"):
         ) from None
 
 
+def _leftover_name(target):
+    """What `scratch_beside` and `replace_folder` name their folders beside
+    `target`: `TARGET.partial-PID-RANDOM` (`tempfile.mkdtemp`'s 8 characters)
+    and `TARGET.replaced-PID-HEX` (8 hexadecimal digits); the PID is group 1."""
+    return re.compile(
+        rf"{re.escape(target.name)}\.(?:partial|replaced)-([0-9]+)-[0-9a-z_]{{8}}"
+    )
+
+
+def _runs(pid):
+    """Whether the process `pid` still runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def remove_leftovers(target):
+    """Removes the folders beside `target` that `scratch_beside` and
+    `replace_folder` made for it in processes that no longer run (an export
+    or preset killed before it cleaned up: a half-written `.partial-`, an
+    earlier export set aside as `.replaced-`).
+
+    Only folders named exactly as they name them for `target`, and not
+    links; those of a process still running on this machine (one writing
+    into `target` now) are left. Returns the names removed.
+    """
+    target = Path(target)
+    name = _leftover_name(target)
+    removed = []
+    for path in sorted(target.parent.glob(f"{glob.escape(target.name)}.*")):
+        found = name.fullmatch(path.name)
+        if found is None or path.is_symlink() or not path.is_dir():
+            continue
+        pid = int(found.group(1))
+        if pid == os.getpid() or _runs(pid):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path.name)
+    return removed
+
+
 def replace_folder(source, target, replaceable, kind="target"):
     """Moves the folder `source` to `target`; returns `target`.
 
     An existing `target` must be empty or `replaceable(target)` (a
     `RunError` otherwise, and `source` is left); it is moved aside first
     and deleted after. Processes moving into one `target` at once each
-    succeed, one after another: whoever moves last leaves its folder.
+    succeed, one after another: whoever moves last leaves its folder. Once
+    `source` is in place, the folders a killed process left beside `target`
+    go (`remove_leftovers`): until then they hold what they held.
     """
-    source, target = Path(source), Path(target)
+    moved = _move_into(Path(source), Path(target), replaceable, kind)
+    remove_leftovers(moved)
+    return moved
+
+
+def _move_into(source, target, replaceable, kind):
     for _ in range(100):
         try:
             os.rename(source, target)  # onto nothing or an empty folder

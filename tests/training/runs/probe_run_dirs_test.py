@@ -29,7 +29,7 @@ from tests.training.startup_interrupts import (
     ctrl_c_at_its_default,
     started_as_from_a_terminal,
 )
-from tests.training.tiny import tiny_recipe
+from tests.training.tiny import TINY, tiny_recipe
 from training import evaluate, export, generate, preset, reproduce, syntax, train
 from training.core.callbacks import RunBackup
 from training.reproduction import preset_builder, records, table_sweep
@@ -509,6 +509,47 @@ def analyze_and_syntax_interrupted_are_one_line(probe):
     assert list(probe.tmp.iterdir()) == []
 
 
+# Issue 62, case 10 (minor): what a killed export left beside its target
+# stayed there for good; an unfinished run was exported without a word.
+
+
+def ended_pid():
+    """The process id of a process that has ended."""
+    process = subprocess.Popen([sys.executable, "-c", ""])
+    process.wait()
+    return process.pid
+
+
+@row
+def an_export_removes_what_a_killed_one_left_beside_its_target(probe):
+    probe.monkeypatch.setattr(saved_model, "export_model", stand_in_export)
+    ended, live = ended_pid(), os.getppid()
+    left = [f"o.partial-{ended}-ab_cd123", f"o.replaced-{ended}-0123abcd"]
+    kept = ["o.partial", f"o.partial-{live}-ab_cd123"]  # yours; a live export's
+    kept += [f"p.partial-{ended}-ab_cd123", f"o.partial-{ended}-ab_cd123.x"]
+    for name in left + kept:
+        (probe.tmp / name).mkdir()
+        (probe.tmp / name / "saved_model.pb").write_bytes(b"left")
+    (probe.tmp / f"o.replaced-{ended}-fedcba98").write_text("a file of yours")
+    kept.append(f"o.replaced-{ended}-fedcba98")
+    saved_model.export_run(probe.made["finished"], probe.tmp / "o")
+    assert sorted(path.name for path in probe.tmp.iterdir()) == sorted(["o", *kept])
+
+
+@row
+def an_unfinished_run_is_exported_with_a_line_saying_so(probe):
+    probe.monkeypatch.setattr(saved_model, "export_model", stand_in_export)
+    probe.capsys.readouterr()
+    assert export.main([str(probe.made["interrupted"]), str(probe.tmp / "o")]) == 0
+    err = probe.capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("python -m training.export: warning: "), err
+    assert "is not a finished run: its training was interrupted" in err[0], err
+    assert (probe.tmp / "o" / saved_model.MARKER).is_file()
+    assert export.main([str(probe.made["finished"]), str(probe.tmp / "p")]) == 0
+    assert probe.capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("probe_row", ROWS, ids=lambda function: function.__name__)
 def test_probe(probe_row, made, tmp_path, monkeypatch, capsys):
     probe_row(Probe(made, tmp_path, monkeypatch, capsys))
@@ -583,3 +624,66 @@ def test_probe_ctrl_c_at_start_up_is_one_line(backend, tmp_path):
             backend, delay, tmp_path / f"{delay}"
         )
         assert startup_interrupts.one_line_130(status, lines), (delay, status, lines)
+
+
+def children(pid):
+    """The process ids of `pid`'s children (Linux's /proc)."""
+    try:
+        return [
+            int(child)
+            for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        ]
+    except FileNotFoundError:  # it has ended
+        return []
+
+
+def running(pid):
+    """Whether the process `pid` runs (not ended, not a zombie)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.processes
+def test_probe_sigint_to_the_protocol_driver_alone_stops_its_search(tmp_path):
+    # Issue 62, case 9: `kill -INT` to the tuning.protocol driver alone was
+    # ignored: the driver waited on, and its search trained on.
+    command = [sys.executable, "-m", "tuning.protocol", "stack_d2", "--rows", "gru"]
+    command += [*TINY["recognition"], "train.epochs=100000"]
+    command += ["train.early_stopping_patience=100000", "--verbose", "0"]
+    command += ["--max-trials", "1", "--seeds-per-trial", "1"]
+    command += [
+        "--directory",
+        str(tmp_path / "runs"),
+        "--record",
+        str(tmp_path / "rec"),
+    ]
+    with ctrl_c_at_its_default():
+        driver = subprocess.Popen(
+            command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    searches = []
+    try:
+        deadline = time.monotonic() + 240
+        project = tmp_path / "runs" / "stack_d2" / "gru"
+        while not list(project.glob("trial_*")):  # the search's trial has begun
+            assert driver.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        searches = children(driver.pid)
+        assert len(searches) == 1, searches
+        os.kill(driver.pid, signal.SIGINT)  # the driver alone
+        out, err = driver.communicate(timeout=120)
+    finally:
+        for pid in [driver.pid, *searches]:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        driver.wait()
+    assert driver.returncode == 130, err.decode()[-2000:]
+    assert not running(searches[0])
+    assert err.decode().strip() == "", err.decode()[-2000:]  # no traceback
+    said = [line for line in out.decode().splitlines() if line.strip()]
+    # The search's line, then the driver's one line.
+    assert said[-2].startswith("Interrupted; the same command resumes"), said
+    assert said[-1] == "Stopped in row gru; the same command resumes.", said

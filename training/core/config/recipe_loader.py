@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import json
 
+from training.core.config import size_limits
 from training.core.config.model_arguments import ModelArguments
 from training.core.config.option_fields import (
     RecipeError,
@@ -239,6 +240,7 @@ def build(tables, options_class, name, scale):
     recipe.model.check()
     recipe.task.check(recipe)
     recipe.train.check(recipe)
+    size_limits.check(recipe)  # what the keys ask for together
     return recipe
 
 
