@@ -71,3 +71,32 @@ def test_a_drawn_weight_needs_a_name():
     with pytest.raises(ValueError, match=re.escape(expected)) as info:
         layer.add_weight(shape=(2, 2), initializer="glorot_uniform")
     assert "\n" not in str(info.value)
+
+
+def test_a_model_built_to_be_loaded_draws_nothing_but_its_seeds(tmp_path):
+    import zoo
+    from zoo.initializers import weights_to_be_loaded
+
+    def built():
+        model = zoo.language_model("mlstm", 7, 16)
+        model.build((None, None))
+        return model
+
+    np.random.seed(0)
+    drawn = built()
+    after_drawn = np.random.rand()
+    np.random.seed(0)
+    with weights_to_be_loaded():
+        loading = built()
+    assert np.random.rand() == after_drawn  # the same seeds were taken
+    cell = loading.backbone.recurrent_layers[0].cell
+    assert all(not np.any(weight) for weight in cell.get_weights())
+    assert any(
+        np.any(weight)
+        for weight in drawn.backbone.recurrent_layers[0].cell.get_weights()
+    )
+    path = tmp_path / "drawn.weights.h5"
+    drawn.save_weights(path)
+    loading.load_weights(path)
+    tokens = np.array([[1, 2, 3, 4]])
+    np.testing.assert_array_equal(loading(tokens), drawn(tokens))

@@ -47,6 +47,7 @@ from training.runs.run_dirs import (  # noqa: F401 (re-exported: this module's A
     write_json,
 )
 from training.tasks import make_task, recipes
+from zoo.initializers import weights_to_be_loaded
 from zoo.tensorflow_steps import groups_steps
 
 # The keys of metrics.json that record the compile mode, the steps per
@@ -388,7 +389,8 @@ def load_best(task, path):
     With `train.eval_temperature`, every second-order cell is set to that
     tau (the second-order LSTM report evaluates "arbitrarily low").
     """
-    model = task.build_model(stateful=False)
+    with weights_to_be_loaded():  # built only to take the file's weights
+        model = task.build_model(stateful=False)
     try:
         zoo.presets.load_weights(model, path)
     except ValueError as error:
@@ -491,6 +493,8 @@ def load_run(run_dir, precision=None):
         recipe = recipe.with_values({"train.precision": precision})
     with _loader_errors():
         task = make_task(recipe, vocabulary=_vocabulary(loader))
-        model = loader.load_model(task.build_model(stateful=False))
+        with weights_to_be_loaded():  # built only to take the file's weights
+            model = task.build_model(stateful=False)
+        model = loader.load_model(model)
         tokenizer = loader.tokenizer()
     return Run(recipe, tokenizer, task, for_evaluation(task, model))

@@ -50,6 +50,7 @@ import keras
 # (the model classes are registered by `zoo` itself, imported first).
 import zoo.cells  # noqa: F401
 import zoo.layers  # noqa: F401
+from zoo import initializers
 
 PRESET_DIR = Path(__file__).parent
 PRESET = "preset.json"
@@ -228,7 +229,9 @@ class PresetLoader:
             return load_weights(model, path)
         try:
             _check_zip(path)
-            model = keras.saving.load_model(path, compile=False, safe_mode=True)
+            # Built only to take the file's weights: no draws (`initializers`).
+            with initializers.weights_to_be_loaded():
+                model = keras.saving.load_model(path, compile=False, safe_mode=True)
         except (OSError, ValueError, TypeError, zipfile.BadZipFile) as error:
             raise ValueError(_unreadable(path, error)) from None
         if expected is not None and not isinstance(model, expected):
