@@ -43,10 +43,8 @@ from training.data.languages import (
     PALINDROME_MARKER,
     alphabet,
     bracket_types,
+    frame_rows,
     is_member,
-    legal_next,
-    prefix_labels,
-    vocabulary_size,
 )
 from training.data.pcfg_strings import PcfgStrings
 
@@ -443,16 +441,15 @@ def frame(split, language, length=None):
     targets = np.full((n, length), PAD_ID, dtype=np.int32)
     labels = np.zeros((n, length), dtype=np.float32)
     lengths = np.zeros(n, dtype=np.int32)
-    legal = np.zeros((n, length, vocabulary_size(language)), dtype=bool)
     for row, string in enumerate(strings):
         size = len(string)
         inputs[row, 0] = START_ID
         inputs[row, 1 : size + 1] = string
         targets[row, :size] = string
         targets[row, size] = END_ID
-        labels[row, : size + 1] = prefix_labels(string, language)
-        legal[row, : size + 1] = legal_next(string, language)
         lengths[row] = size
+    prefix, legal = frame_rows(strings, language, length)
+    labels[:] = prefix
     return RecognitionArrays(
         inputs=inputs,
         targets=targets,

@@ -75,3 +75,30 @@ def test_legal_next_agrees_with_brute_force(language, max_length):
         assert set(np.flatnonzero(legal)) == follows.get(tuple(prefix), set()), prefix
     row = languages.legal_next([3, 6, 3], "D2")  # ( ] (: no string continues
     assert row[0].any() and row[1].any() and not row[2:].any()
+
+
+@pytest.mark.parametrize("language", ["D2", "D3", "D6", "palindrome"])
+def test_frame_rows_are_each_strings_rows(language):
+    # Members, near misses and noise, of many lengths (the empty string
+    # too): the rows read together equal the rows read string by string.
+    rng = np.random.default_rng(0)
+    symbols = languages.alphabet(language)
+    strings = [[]]
+    for _ in range(400):
+        string = [int(s) for s in rng.choice(symbols, size=rng.integers(1, 12))]
+        strings.append(string)
+    if language != "palindrome":  # a nested member: ( [ ] )
+        half = len(symbols) // 2
+        strings.append([symbols[0], symbols[1], symbols[1 + half], symbols[half]])
+    length = max(len(s) for s in strings) + 3
+    labels, legal = languages.frame_rows(strings, language, length)
+    for row, string in enumerate(strings):
+        size = len(string) + 1
+        assert (
+            labels[row, :size].tolist()
+            == languages.prefix_labels(string, language).tolist()
+        )
+        assert (legal[row, :size] == languages.legal_next(string, language)).all()
+        assert not labels[row, size:].any() and not legal[row, size:].any()
+    assert labels[:, 0].all() == (language != "palindrome")
+    assert any(languages.is_member(s, language) for s in strings[1:])
