@@ -43,6 +43,7 @@ def main(argv=None):
                 done.append(format_migration.migrate_metrics(folder))
             if (folder / "vocabulary.json").is_file():
                 done.append(format_migration.migrate_vocabulary(folder))
+            done.append(format_migration.migrate_backup(folder))
             if format_migration.is_preset(folder):  # a run directory has no format
                 done.append(format_migration.migrate_preset(folder))
         except (ValueError, OSError) as error:

@@ -6,24 +6,28 @@ command."""
 import json
 from pathlib import Path
 
+import h5py
 import pytest
 
 import zoo
 from tests.training.tiny import RECIPE_OF, TINY
-from training import migrate
+from training import migrate, train
 from training.core import file_schema
+from training.core.callbacks import RunBackup
 from training.reproduction import records
-from training.runs import runs
-from training.tasks import recipes
+from training.reproduction.format_migration import BACKUP_FACTS
+from training.runs import run_dirs, runs
+from training.tasks import make_task, recipes
 
 TOKENS = ["<unk>", "<eos>", "the", "cat"]
 
 
-def refused_until_migrated(main, argv, path, capsys):
+def refused_until_migrated(main, argv, path, capsys, folder=None):
     """A command `main(argv)` reading the unmigrated file `path` exits 2 with
-    one line naming it and `python -m training.migrate FOLDER`; then the
-    folder is migrated. Returns what the migration printed."""
-    folder = Path(path).parent
+    one line naming it and `python -m training.migrate FOLDER` (`folder`, by
+    default the file's); then the folder is migrated. Returns what the
+    migration printed."""
+    folder = Path(path).parent if folder is None else folder
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     error = capsys.readouterr().err
@@ -140,3 +144,58 @@ def test_metrics_without_a_backend_are_given_tensorflow_and_its_version(
     assert migrated == {**metrics, "backend": backend}
     assert records.backend_of(migrated, folder / runs.METRICS) == "tensorflow"
     file_schema.check(migrated, file_schema.METRICS, folder / runs.METRICS, ValueError)
+
+
+def interrupted_run(folder, where):
+    """A run directory of the tiny Dyck recipe interrupted after its first
+    epoch (in `where`: itself, or the attempt of a finished run) with a
+    backup from before runs kept their compile mode and steps per call."""
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    trained = folder / where
+    trained.mkdir(parents=True, exist_ok=True)
+    for each in {folder, trained}:
+        runs.write_json(each / runs.RECIPE, recipe.to_dict())
+        (each / runs.LOG).write_text("epoch,loss\n0,1.5\n")
+    if trained != folder:
+        backend = {"name": "tensorflow", "version": "2.21.0"}
+        runs.write_json(folder / runs.METRICS, {"test": {}, "backend": backend})
+    names = sorted(path.name for path in folder.iterdir())
+    runs.write_json(folder / ".run_files.json", {"files": [*names, runs.BACKUP]})
+    backup = trained / runs.BACKUP
+    backup.mkdir()
+    h5py.File(backup / "epoch-1.weights.h5", "w").close()
+    metadata = {"epoch": 1, "batch": 0, "weights": "epoch-1.weights.h5"}
+    metadata.update(callbacks=[], seed_generators=[], log_size=17)
+    (backup / RunBackup.METADATA).write_text(json.dumps(metadata))
+    return recipe, backup / RunBackup.METADATA
+
+
+@pytest.mark.parametrize("where", [".", "attempt"])
+def test_a_backup_without_compile_facts_is_refused_until_migrated(
+    tmp_path, capsys, where
+):
+    folder = tmp_path / "run"
+    recipe, path = interrupted_run(folder, where)
+    before = json.loads(path.read_text())
+    argv = [RECIPE_OF["dyck"], *TINY["dyck"], "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, path, capsys, folder=folder)
+    # What a resume took such a backup for: no XLA, one step a call.
+    shown = (
+        f"{path.relative_to(folder)}: facts jit_compile false, steps_per_execution 1"
+    )
+    assert printed == (
+        f"{folder}: {shown}\n1 of 1 folders migrated; the others were current\n"
+    )
+    assert json.loads(path.read_text()) == {**before, "facts": BACKUP_FACTS}
+    backup = run_dirs.read_backup(recipe, path.parent.parent)
+    task = make_task(recipe)
+    assert runs.compile_choice(task, backup) == (
+        False,
+        "a backup from before train.jit_compile: trained without XLA",
+    )
+    assert runs.steps_choice(task, False, backup) == (
+        1,
+        "a backup from before train.steps_per_execution: one step a call",
+    )
+    migrate.main([str(folder)])  # again: current
+    assert capsys.readouterr().out.startswith("0 of 1 folders migrated")

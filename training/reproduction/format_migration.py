@@ -30,6 +30,13 @@ files are migrated after a merge by running it again
   only backend then). `migrate_metrics` writes TensorFlow there, with the
   version the folder's `host.json` (a record's) or `card.json` (a preset's)
   names, else null; the records' readers now refuse metrics without it.
+- Backups from before runs kept their compile mode and steps per call
+  (`train.jit_compile`, `train.steps_per_execution`): an interrupted run's
+  `backup/training_metadata.json` (or its `attempt/`'s) without
+  `facts.jit_compile` or `facts.steps_per_execution`, which a resume took
+  for a run without XLA, one step a call (what every run did then).
+  `migrate_backup` writes those facts there, so the resume ends as the run
+  began; `run_dirs.read_backup` now refuses a backup without them.
 
 Each `migrate_*` returns what it changed, in a few words, or None.
 """
@@ -42,11 +49,23 @@ import keras
 import numpy as np
 
 import zoo
-from training.core.callbacks import write_atomically
+from training.core.callbacks import RunBackup, check_metadata, write_atomically
 from training.data.tokenize import Vocabulary
-from training.runs import runs
+from training.runs import run_dirs, runs
 from training.tasks import make_task
 
+# What a resume took a backup without them for: every run then compiled
+# without XLA and ran one step a call.
+BACKUP_FACTS = {
+    runs.JIT_COMPILE: {
+        "used": False,
+        "reason": "a backup from before train.jit_compile: trained without XLA",
+    },
+    runs.STEPS_PER_EXECUTION: {
+        "used": 1,
+        "reason": "a backup from before train.steps_per_execution: one step a call",
+    },
+}
 IDS = np.array([[1, 3, 4, 4, 3, 2], [3, 4, 3, 4, 0, 0]], "int32")
 
 
@@ -153,6 +172,35 @@ def migrate_metrics(folder):
     backend = {"name": "tensorflow", "version": version}
     runs.write_json(path, {**metrics, runs.BACKEND: backend})
     return f"{path.name}: backend tensorflow {version or '(version unknown)'}"
+
+
+def migrate_backup(folder):
+    """Writes the facts an interrupted run's backup in `folder` (or its
+    attempt's) lacks, `BACKUP_FACTS`, into its metadata; what it changed.
+
+    The metadata is checked (`check_metadata`) before it is written
+    (atomically); nothing else in the backup changes.
+    """
+    folder = Path(folder)
+    done = []
+    for backup in (folder / runs.BACKUP, folder / run_dirs.ATTEMPT / runs.BACKUP):
+        path = backup / RunBackup.METADATA
+        if not path.is_file():
+            continue
+        metadata = runs.read_json(path)
+        check_metadata(metadata, path, log_path=backup.parent / runs.LOG)
+        facts = metadata.get("facts") or {}
+        missing = {key: fact for key, fact in BACKUP_FACTS.items() if key not in facts}
+        if not missing:
+            continue
+        metadata = {**metadata, "facts": {**facts, **missing}}
+        check_metadata(metadata, path, log_path=backup.parent / runs.LOG)
+        write_atomically(path, json.dumps(metadata))
+        written = ", ".join(
+            f"{key} {json.dumps(fact['used'])}" for key, fact in missing.items()
+        )
+        done.append(f"{path.relative_to(folder)}: facts {written}")
+    return "; ".join(done) or None
 
 
 def _write_size(folder):

@@ -258,17 +258,21 @@ def read_backup(recipe, folder):
 
     `RunBackup.read_metadata` checks every field (its epoch at most
     `train.epochs`, its `log_size` within `log.csv`); the facts the run
-    keeps (`compile_choice`, `steps_choice`) are checked here.
+    keeps (`compile_choice`, `steps_choice`) are checked here. A backup of
+    an earlier format, without them, is refused in one line naming it and
+    `python -m training.migrate`, which writes what it was trained with.
     """
     path = Path(folder) / BACKUP
     metadata = RunBackup.read_metadata(
         path, epochs=recipe.train.epochs, log_path=Path(folder) / LOG
     )
-    facts = (metadata or {}).get("facts") or {}  # an object: checked there
+    if metadata is None:
+        return None
+    facts = metadata.get("facts") or {}  # an object: checked there
     for key, used in ((JIT_COMPILE, "true or false"), (STEPS_PER_EXECUTION, ">= 1")):
         entry = facts.get(key)
         if entry is None:
-            continue
+            raise _earlier_backup(path / RunBackup.METADATA, f"facts.{key}")
         value = entry.get("used") if isinstance(entry, dict) else None
         good = (
             isinstance(value, bool)
@@ -281,6 +285,19 @@ def read_backup(recipe, folder):
             raise backup_field_error(where, f"facts.{key}", entry, expected)
     _check_epochs_logged(metadata, path, Path(folder) / LOG)
     return metadata
+
+
+def _earlier_backup(path, field):
+    """The one-line `RunError` of a backup's metadata at `path` from before
+    `field` was kept: `python -m training.migrate` brings it up to date."""
+    run_dir = path.parent.parent  # NAME/backup/ or NAME/attempt/backup/
+    if run_dir.name == ATTEMPT:
+        run_dir = run_dir.parent
+    return RunError(
+        f"{str(path)!r} names no {field} (a backup of an earlier format); expected "
+        f"the backup this version writes: python -m training.migrate "
+        f"{str(run_dir)!r} brings it up to date."
+    )
 
 
 def _check_epochs_logged(metadata, path, log):

@@ -230,7 +230,7 @@ GOOD = {
             r"facts.jit_compile is .*; expected \{\"used\": true or false",
         ),
         (
-            {"facts": {"steps_per_execution": {"used": 0, "reason": "r"}}},
+            {"facts": {**GOOD["facts"], "steps_per_execution": {"used": 0}}},
             r"facts.steps_per_execution is .*; expected \{\"used\": >= 1",
         ),
         ([], r"the file is \[\]; expected a JSON object"),
