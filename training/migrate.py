@@ -38,7 +38,11 @@ def main(argv=None):
     changed = 0
     for folder in folders:
         try:
-            done = [format_migration.migrate_recipe(folder / "recipe.json")]
+            if not folder.is_dir():
+                raise ValueError("not a folder; expected a preset, record or run")
+            done = [format_migration.migrate_manifest(folder)]
+            if (folder / "recipe.json").is_file():  # a run killed before it has none
+                done.append(format_migration.migrate_recipe(folder / "recipe.json"))
             if (folder / "metrics.json").is_file():
                 done.append(format_migration.migrate_metrics(folder))
             if (folder / "vocabulary.json").is_file():

@@ -16,7 +16,7 @@ from training.core import file_schema
 from training.core.callbacks import RunBackup
 from training.reproduction import records
 from training.reproduction.format_migration import BACKUP_FACTS
-from training.runs import run_dirs, runs
+from training.runs import run_dirs, run_files, runs
 from training.tasks import make_task, recipes
 
 TOKENS = ["<unk>", "<eos>", "the", "cat"]
@@ -43,6 +43,7 @@ def earlier_run(folder, kind):
     vocabulary.json from before vocabularies named their conventions."""
     recipe = recipes.resolve(RECIPE_OF[kind], "small", TINY[kind])
     folder.mkdir()
+    run_files.record(folder, runs.RECIPE, runs.VOCABULARY)  # a manifest's era
     runs.write_json(folder / runs.RECIPE, recipe.to_dict())
     vocabulary = {
         "level": "word",
@@ -90,7 +91,7 @@ def test_a_vocabulary_without_conventions_is_refused_until_migrated(
     assert tokenizer.conventions == (conventions or "plain")
     assert (folder / runs.RECIPE).read_text() == recipe_before
     assert sorted(path.name for path in folder.iterdir()) == sorted(
-        [runs.RECIPE, runs.VOCABULARY]
+        [runs.RECIPE, runs.VOCABULARY, run_files.MANIFEST]
     )
     # Again: already current, nothing changed.
     migrated = (folder / runs.VOCABULARY).read_text()
@@ -125,6 +126,7 @@ def test_metrics_without_a_backend_are_given_tensorflow_and_its_version(
 ):
     folder = tmp_path / "record"
     folder.mkdir()
+    run_files.record(folder, runs.RECIPE, runs.METRICS, *beside)  # a manifest's era
     recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
     runs.write_json(folder / runs.RECIPE, recipe.to_dict())
     metrics = {"test": {"wcpa": 0.5}, "jit_compile": {"used": False, "reason": "r"}}
@@ -160,7 +162,7 @@ def interrupted_run(folder, where):
         backend = {"name": "tensorflow", "version": "2.21.0"}
         runs.write_json(folder / runs.METRICS, {"test": {}, "backend": backend})
     names = sorted(path.name for path in folder.iterdir())
-    runs.write_json(folder / ".run_files.json", {"files": [*names, runs.BACKUP]})
+    runs.write_json(folder / run_files.MANIFEST, {"files": [*names, runs.BACKUP]})
     backup = trained / runs.BACKUP
     backup.mkdir()
     h5py.File(backup / "epoch-1.weights.h5", "w").close()
@@ -199,3 +201,52 @@ def test_a_backup_without_compile_facts_is_refused_until_migrated(
     )
     migrate.main([str(folder)])  # again: current
     assert capsys.readouterr().out.startswith("0 of 1 folders migrated")
+
+
+def test_a_run_directory_without_a_manifest_is_refused_until_migrated(tmp_path, capsys):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    runs.write_json(folder / runs.RECIPE, recipe.to_dict())
+    backend = {"name": "tensorflow", "version": "2.21.0"}
+    runs.write_json(folder / runs.METRICS, {"test": {}, "backend": backend})
+    for name in (runs.BEST, runs.LOG, "train.log", "evaluation-test.json"):
+        (folder / name).write_text("x")
+    (folder / "saved_model").mkdir()
+    (folder / "saved_model" / "zoo_export.json").write_text("{}")
+    before = {path.name for path in folder.iterdir()}
+    argv = [RECIPE_OF["dyck"], *TINY["dyck"], "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, folder, capsys, folder=folder)
+    # The names that version wrote under fixed names; evaluation-test.json
+    # may be yours: it stays unlisted, and training there refused, as before.
+    adopted = ["best.keras", "log.csv", "metrics.json", "recipe.json"]
+    adopted = sorted([*adopted, "saved_model", "train.log"])
+    assert printed == (
+        f"{folder}: .run_files.json: lists {', '.join(adopted)}; not listed (not "
+        "the project's by name): evaluation-test.json\n"
+        "1 of 1 folders migrated; the others were current\n"
+    )
+    assert {path.name for path in folder.iterdir()} == {*before, ".run_files.json"}
+    assert run_files.owned(folder) == set(adopted)
+    with pytest.raises(run_dirs.RunError, match="holds 'evaluation-test.json'"):
+        run_dirs.check_owned(folder)
+    (folder / "evaluation-test.json").unlink()
+    run_dirs.check_owned(folder)
+    migrate.main([str(folder)])  # again: current
+    assert capsys.readouterr().out.startswith("0 of 1 folders migrated")
+
+
+def test_new_and_foreign_folders_are_not_taken_for_earlier_runs(tmp_path, capsys):
+    new, mine = tmp_path / "new", tmp_path / "mine"
+    new.mkdir()
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    assert run_files.owned(new) == set() == run_files.owned(mine)
+    run_dirs.check_owned(new)
+    with pytest.raises(run_dirs.RunError, match="holds 'notes.txt', which no"):
+        run_dirs.check_owned(mine)
+    migrate.main([str(new), str(mine)])  # nothing of a run: no manifest written
+    assert capsys.readouterr().out == (
+        "0 of 2 folders migrated; the others were current\n"
+    )
+    assert list(new.iterdir()) == [] and list(mine.iterdir()) == [mine / "notes.txt"]

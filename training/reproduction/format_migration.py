@@ -37,6 +37,14 @@ files are migrated after a merge by running it again
   for a run without XLA, one step a call (what every run did then).
   `migrate_backup` writes those facts there, so the resume ends as the run
   began; `run_dirs.read_backup` now refuses a backup without them.
+- Run directories from before the manifest (`training.runs.run_files`): a
+  `runs/` folder that holds files but no `.run_files.json`, whose files
+  the first command writing there adopted by name. `migrate_manifest`
+  writes the manifest of those names (`ADOPTED`: what training, the export
+  of `training.train` and the table runner wrote under fixed names, and
+  `saved_model/` when it holds the export's `zoo_export.json`); anything
+  else stays unlisted (it may be yours), so training there is refused until
+  it is moved away, as before. Every command now refuses such a folder.
 
 Each `migrate_*` returns what it changed, in a few words, or None.
 """
@@ -51,7 +59,7 @@ import numpy as np
 import zoo
 from training.core.callbacks import RunBackup, check_metadata, write_atomically
 from training.data.tokenize import Vocabulary
-from training.runs import run_dirs, runs
+from training.runs import run_dirs, run_files, runs, saved_model
 from training.tasks import make_task
 
 # What a resume took a backup without them for: every run then compiled
@@ -66,6 +74,25 @@ BACKUP_FACTS = {
         "reason": "a backup from before train.steps_per_execution: one step a call",
     },
 }
+# The names training and the table runner wrote into a run directory
+# before the manifest (their locks among them), and the export of
+# `training.train` (a folder that holds `saved_model.MARKER`).
+ADOPTED = (
+    "recipe.json",
+    "vocabulary.json",
+    "best.keras",
+    "log.csv",
+    "tensorboard",
+    "metrics.json",
+    "backup",
+    "attempt",
+    ".train.lock",
+    ".lock",
+    "train.log",
+    "timing.json",
+    "host.json",
+)
+EXPORT = "saved_model"
 IDS = np.array([[1, 3, 4, 4, 3, 2], [3, 4, 3, 4, 0, 0]], "int32")
 
 
@@ -201,6 +228,32 @@ def migrate_backup(folder):
         )
         done.append(f"{path.relative_to(folder)}: facts {written}")
     return "; ".join(done) or None
+
+
+def migrate_manifest(folder):
+    """Writes the manifest of a run directory from before the manifest in
+    `folder`, listing the names that version wrote there (`ADOPTED`, and
+    `saved_model/` holding an export); what it changed. A preset, a record
+    and a new or empty folder get none."""
+    folder = Path(folder)
+    names = {path.name for path in folder.iterdir()}
+    if (
+        run_files.MANIFEST in names
+        or {run_dirs.CARD, zoo.presets.preset_loader.PRESET, run_dirs.RECORD} & names
+        or all(run_files.is_temporary(name) for name in names)  # new or empty
+    ):
+        return None
+    run_files.check_no_links(folder)
+    adopted = names & set(ADOPTED)
+    if (folder / EXPORT / saved_model.MARKER).is_file():
+        adopted.add(EXPORT)
+    if not adopted or not run_files.adopt(folder, adopted):  # not a run's folder
+        return None
+    unlisted = sorted(names - adopted - {run_files.MANIFEST})
+    left = f"; not listed (not the project's by name): {', '.join(unlisted)}"
+    return f"{run_files.MANIFEST}: lists {', '.join(sorted(adopted))}" + (
+        left if unlisted else ""
+    )
 
 
 def _write_size(folder):
