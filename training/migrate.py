@@ -41,6 +41,7 @@ def main(argv=None):
             if not folder.is_dir():
                 raise ValueError("not a folder; expected a preset, record or run")
             done = [format_migration.migrate_manifest(folder)]
+            done.append(format_migration.migrate_rerun(folder))
             if (folder / "recipe.json").is_file():  # a run killed before it has none
                 done.append(format_migration.migrate_recipe(folder / "recipe.json"))
             if (folder / "metrics.json").is_file():

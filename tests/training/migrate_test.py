@@ -250,3 +250,27 @@ def test_new_and_foreign_folders_are_not_taken_for_earlier_runs(tmp_path, capsys
         "0 of 2 folders migrated; the others were current\n"
     )
     assert list(new.iterdir()) == [] and list(mine.iterdir()) == [mine / "notes.txt"]
+
+
+def test_metrics_beside_a_backup_are_refused_until_migrated(tmp_path, capsys):
+    # A re-run of an earlier version trained a finished run again in place
+    # (deleting its best.keras and log.csv, keeping its metrics.json) and was
+    # interrupted; training removed that metrics.json when it resumed.
+    folder = tmp_path / "run"
+    recipe, path = interrupted_run(folder, ".")
+    metadata = {**json.loads(path.read_text()), "facts": BACKUP_FACTS}
+    path.write_text(json.dumps(metadata))
+    backend = {"name": "tensorflow", "version": "2.21.0"}
+    run_files.record(folder, runs.METRICS)
+    runs.write_json(folder / runs.METRICS, {"test": {}, "backend": backend})
+    stale = folder / runs.METRICS
+    argv = [RECIPE_OF["dyck"], *TINY["dyck"], "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, stale, capsys, folder=folder)
+    assert printed == (
+        f"{folder}: metrics.json removed (the metrics of the run an interrupted "
+        "re-run replaced)\n1 of 1 folders migrated; the others were current\n"
+    )
+    assert not stale.exists() and run_dirs.state(folder) == run_dirs.INTERRUPTED
+    assert run_dirs.read_backup(recipe, folder) == metadata
+    migrate.main([str(folder)])  # again: current
+    assert capsys.readouterr().out.startswith("0 of 1 folders migrated")

@@ -37,6 +37,12 @@ files are migrated after a merge by running it again
   for a run without XLA, one step a call (what every run did then).
   `migrate_backup` writes those facts there, so the resume ends as the run
   began; `run_dirs.read_backup` now refuses a backup without them.
+- Re-runs from before a finished run was trained again in `attempt/`: a
+  re-run trained in place, deleting the finished run's `best.keras` and
+  `log.csv` but not its `metrics.json`, so one interrupted left that
+  `metrics.json` beside its `backup/`; training removed it when it resumed.
+  `migrate_rerun` removes it (the metrics of a model no longer there);
+  `run_dirs.read_backup` now refuses a backup with `metrics.json` beside it.
 - Run directories from before the manifest (`training.runs.run_files`): a
   `runs/` folder that holds files but no `.run_files.json`, whose files
   the first command writing there adopted by name. `migrate_manifest`
@@ -228,6 +234,20 @@ def migrate_backup(folder):
         )
         done.append(f"{path.relative_to(folder)}: facts {written}")
     return "; ".join(done) or None
+
+
+def migrate_rerun(folder):
+    """Removes the `metrics.json` an interrupted re-run of an earlier version
+    left beside its `backup/` in `folder` (its model's `best.keras` was
+    deleted when the re-run began); what it changed."""
+    folder = Path(folder)
+    path = folder / runs.METRICS
+    if not ((folder / runs.BACKUP).is_dir() and path.is_file()):
+        return None
+    path.unlink()
+    return (
+        f"{path.name} removed (the metrics of the run an interrupted re-run replaced)"
+    )
 
 
 def migrate_manifest(folder):

@@ -260,9 +260,19 @@ def read_backup(recipe, folder):
     `train.epochs`, its `log_size` within `log.csv`); the facts the run
     keeps (`compile_choice`, `steps_choice`) are checked here. A backup of
     an earlier format, without them, is refused in one line naming it and
-    `python -m training.migrate`, which writes what it was trained with.
+    `python -m training.migrate`, which writes what it was trained with;
+    so is a backup with `metrics.json` beside it (an interrupted re-run of
+    an earlier version), which training never leaves now.
     """
-    path = Path(folder) / BACKUP
+    path, stale = Path(folder) / BACKUP, Path(folder) / METRICS
+    if path.is_dir() and stale.exists():
+        raise RunError(
+            f"{str(stale)!r} names no model of this run directory: it lies beside "
+            f"{BACKUP}/, as a re-run of an earlier version left the finished run's "
+            "metrics when it was interrupted (it had deleted that run's best.keras); "
+            "expected metrics.json only once training ends: python -m "
+            f"training.migrate {str(_run_dir_of(stale.parent))!r} brings it up to date."
+        )
     metadata = RunBackup.read_metadata(
         path, epochs=recipe.train.epochs, log_path=Path(folder) / LOG
     )
@@ -290,14 +300,17 @@ def read_backup(recipe, folder):
 def _earlier_backup(path, field):
     """The one-line `RunError` of a backup's metadata at `path` from before
     `field` was kept: `python -m training.migrate` brings it up to date."""
-    run_dir = path.parent.parent  # NAME/backup/ or NAME/attempt/backup/
-    if run_dir.name == ATTEMPT:
-        run_dir = run_dir.parent
+    run_dir = _run_dir_of(path.parent.parent)  # of NAME/[attempt/]backup/
     return RunError(
         f"{str(path)!r} names no {field} (a backup of an earlier format); expected "
         f"the backup this version writes: python -m training.migrate "
         f"{str(run_dir)!r} brings it up to date."
     )
+
+
+def _run_dir_of(folder):
+    """The run directory that trains in `folder`: itself, or its attempt's."""
+    return folder.parent if folder.name == ATTEMPT else folder
 
 
 def _check_epochs_logged(metadata, path, log):

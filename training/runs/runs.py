@@ -283,7 +283,6 @@ def _fit_in(recipe, task, model, folder, backup, verbose, callbacks):
     steps = steps_choice(task, jit.used, backup)
     compile_mode.configure_determinism(jit.used)
     folder.mkdir(exist_ok=True)
-    (folder / METRICS).unlink(missing_ok=True)  # from before a legacy resume
     write_json(folder / RECIPE, recipe.to_dict())
     log = folder / LOG
     if backup is None:  # an unfinished run starts afresh
