@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 
 import h5py
+import keras
 import pytest
 
 import zoo
 from tests.training.tiny import RECIPE_OF, TINY
 from training import migrate, train
 from training.core import file_schema
-from training.core.callbacks import RunBackup
+from training.core.callbacks import RunBackup, seed_generators
 from training.reproduction import records
 from training.reproduction.format_migration import BACKUP_FACTS
 from training.runs import run_dirs, run_files, runs
@@ -274,3 +275,43 @@ def test_metrics_beside_a_backup_are_refused_until_migrated(tmp_path, capsys):
     assert run_dirs.read_backup(recipe, folder) == metadata
     migrate.main([str(folder)])  # again: current
     assert capsys.readouterr().out.startswith("0 of 1 folders migrated")
+
+
+class StatesAtStart(keras.callbacks.Callback):
+    """Keeps the states of the model's random generators when training
+    begins (after any restore) and stops training before epoch `stop`."""
+
+    def __init__(self, stop):
+        super().__init__()
+        self.stop, self.states = stop, None
+
+    def on_train_begin(self, logs=None):
+        self.states = [g.state.numpy().tolist() for g in seed_generators(self.model)]
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.stop:
+            raise KeyboardInterrupt
+
+
+def test_a_backup_without_seed_states_is_refused_until_migrated(tmp_path, capsys):
+    # A resume of such a backup left the generators as training began with
+    # them: the migration writes those states, which the backup restores.
+    overrides = [*TINY["dyck_depth"], "model.dropout=0.3"]  # draws every step
+    recipe = recipes.resolve(RECIPE_OF["dyck_depth"], "small", overrides)
+    folder, start = tmp_path / "run", StatesAtStart(stop=1)
+    with pytest.raises(KeyboardInterrupt):
+        runs.train_run(recipe, folder, callbacks=[start])
+    path = folder / runs.BACKUP / RunBackup.METADATA
+    metadata = json.loads(path.read_text())
+    assert len(start.states) == 4 and metadata["seed_generators"] != start.states
+    del metadata["seed_generators"]
+    path.write_text(json.dumps(metadata))
+    argv = [RECIPE_OF["dyck_depth"], *overrides, "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, path, capsys, folder=folder)
+    assert printed == (
+        f"{folder}: backup/training_metadata.json: the states of 4 seed generators, "
+        "as built\n1 of 1 folders migrated; the others were current\n"
+    )
+    migrated = json.loads(path.read_text())
+    assert migrated == {**metadata, "seed_generators": start.states}
+    assert run_dirs.read_backup(recipe, folder) == migrated

@@ -37,6 +37,12 @@ files are migrated after a merge by running it again
   for a run without XLA, one step a call (what every run did then).
   `migrate_backup` writes those facts there, so the resume ends as the run
   began; `run_dirs.read_backup` now refuses a backup without them.
+- Backups from before they kept the states of the model's random
+  generators (`seed_generators`: dropout masks, state noise), which a
+  resume left as the model was built. `migrate_backup` writes those
+  states there (the run's model rebuilt from its recipe and vocabulary,
+  seeded as training seeds it: `runs.seeded_model`), so the resume draws
+  as it did; `run_dirs.read_backup` now refuses a backup without them.
 - Re-runs from before a finished run was trained again in `attempt/`: a
   re-run trained in place, deleting the finished run's `best.keras` and
   `log.csv` but not its `metrics.json`, so one interrupted left that
@@ -63,7 +69,12 @@ import keras
 import numpy as np
 
 import zoo
-from training.core.callbacks import RunBackup, check_metadata, write_atomically
+from training.core.callbacks import (
+    RunBackup,
+    check_metadata,
+    seed_generators,
+    write_atomically,
+)
 from training.data.tokenize import Vocabulary
 from training.runs import run_dirs, run_files, runs, saved_model
 from training.tasks import make_task
@@ -208,8 +219,9 @@ def migrate_metrics(folder):
 
 
 def migrate_backup(folder):
-    """Writes the facts an interrupted run's backup in `folder` (or its
-    attempt's) lacks, `BACKUP_FACTS`, into its metadata; what it changed.
+    """Writes what an interrupted run's backup in `folder` (or its
+    attempt's) lacks into its metadata: the facts `BACKUP_FACTS` and the
+    states of the model's random generators as built; what it changed.
 
     The metadata is checked (`check_metadata`) before it is written
     (atomically); nothing else in the backup changes.
@@ -224,16 +236,34 @@ def migrate_backup(folder):
         check_metadata(metadata, path, log_path=backup.parent / runs.LOG)
         facts = metadata.get("facts") or {}
         missing = {key: fact for key, fact in BACKUP_FACTS.items() if key not in facts}
-        if not missing:
+        written = []
+        if missing:
+            facts_written = (
+                f"{key} {json.dumps(f['used'])}" for key, f in missing.items()
+            )
+            written.append(f"facts {', '.join(facts_written)}")
+        if metadata.get("seed_generators") is None:
+            states = _initial_seed_states(backup.parent)
+            metadata = {**metadata, "seed_generators": states}
+            written.append(f"the states of {len(states)} seed generators, as built")
+        if not written:
             continue
         metadata = {**metadata, "facts": {**facts, **missing}}
         check_metadata(metadata, path, log_path=backup.parent / runs.LOG)
         write_atomically(path, json.dumps(metadata))
-        written = ", ".join(
-            f"{key} {json.dumps(fact['used'])}" for key, fact in missing.items()
-        )
-        done.append(f"{path.relative_to(folder)}: facts {written}")
+        done.append(f"{path.relative_to(folder)}: {', '.join(written)}")
     return "; ".join(done) or None
+
+
+def _initial_seed_states(folder):
+    """The states of the random generators of the model a run in `folder`
+    starts from: what a resume from a backup without them drew from."""
+    recipe = runs.read_recipe(Path(folder) / runs.RECIPE)
+    model = runs.seeded_model(recipe, runs.load_vocabulary(folder))
+    return [
+        keras.ops.convert_to_numpy(generator.state.value).tolist()
+        for generator in seed_generators(model)
+    ]
 
 
 def migrate_rerun(folder):

@@ -260,7 +260,8 @@ def read_backup(recipe, folder):
     `train.epochs`, its `log_size` within `log.csv`); the facts the run
     keeps (`compile_choice`, `steps_choice`) are checked here. A backup of
     an earlier format, without them, is refused in one line naming it and
-    `python -m training.migrate`, which writes what it was trained with;
+    `python -m training.migrate`, which writes what it was trained with
+    (and so is one without the states of the model's random generators);
     so is a backup with `metrics.json` beside it (an interrupted re-run of
     an earlier version), which training never leaves now.
     """
@@ -278,6 +279,8 @@ def read_backup(recipe, folder):
     )
     if metadata is None:
         return None
+    if metadata.get("seed_generators") is None:
+        raise _earlier_backup(path / RunBackup.METADATA, "seed_generators")
     facts = metadata.get("facts") or {}  # an object: checked there
     for key, used in ((JIT_COMPILE, "true or false"), (STEPS_PER_EXECUTION, ">= 1")):
         entry = facts.get(key)

@@ -350,6 +350,13 @@ def _seeded_start(recipe, strategy=None, vocabulary=None):
     return task, model
 
 
+def seeded_model(recipe, vocabulary):
+    """The model a run of `recipe` trains, before its first step: its weights
+    and random generators as built (`_seeded_start`, which seeds the global
+    generators as training does)."""
+    return _seeded_start(recipe, vocabulary=vocabulary)[1]
+
+
 def compile_choice(task, backup=None):
     """Whether the run compiles with XLA, and why (`compile_mode.Choice`).
 
