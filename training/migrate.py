@@ -38,11 +38,17 @@ def main(argv=None):
     changed = 0
     for folder in folders:
         try:
-            done = [format_migration.migrate_recipe(folder / "recipe.json")]
+            if not folder.is_dir():
+                raise ValueError("not a folder; expected a preset, record or run")
+            done = [format_migration.migrate_manifest(folder)]
+            done.append(format_migration.migrate_rerun(folder))
+            if (folder / "recipe.json").is_file():  # a run killed before it has none
+                done.append(format_migration.migrate_recipe(folder / "recipe.json"))
             if (folder / "metrics.json").is_file():
                 done.append(format_migration.migrate_metrics(folder))
             if (folder / "vocabulary.json").is_file():
                 done.append(format_migration.migrate_vocabulary(folder))
+            done.append(format_migration.migrate_backup(folder))
             if format_migration.is_preset(folder):  # a run directory has no format
                 done.append(format_migration.migrate_preset(folder))
         except (ValueError, OSError) as error:

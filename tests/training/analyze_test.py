@@ -6,7 +6,7 @@ import pytest
 
 from training import analyze, syntax
 from training.analysis import pabs, run_inputs
-from training.runs import runs
+from training.runs import run_files, runs
 from training.tasks import make_task, recipes
 
 TEXT = "the cat sat on the mat\nthe dog sat on the log\nno dogs sat\n" * 20
@@ -23,6 +23,7 @@ def make_run(tmp_path, name, recipe_name, overrides=(), seed=0):
     task = make_task(recipe)
     run_dir = tmp_path / name
     run_dir.mkdir()
+    run_files.record(run_dir, runs.RECIPE, runs.VOCABULARY, runs.BEST)
     runs.write_json(run_dir / runs.RECIPE, recipe.to_dict())
     (run_dir / runs.VOCABULARY).write_text(task.vocabulary.to_json())
     task.build_model(stateful=False).save(run_dir / runs.BEST)

@@ -54,6 +54,7 @@ def world(tmp_path, dyck_run, other_runs):
     best.write_bytes(best.read_bytes()[:1000])
     (paths["badrecipe"] / runs.RECIPE).write_text('{"task": ')
     (paths["badvocab"] / runs.VOCABULARY).write_text("[1, 2")
+    (paths["badbackup"] / runs.METRICS).unlink()  # interrupted: none yet
     backup = paths["badbackup"] / runs.BACKUP
     backup.mkdir()
     (backup / "epoch-1.weights.h5").write_bytes(b"\0" * 64)

@@ -6,24 +6,29 @@ command."""
 import json
 from pathlib import Path
 
+import h5py
+import keras
 import pytest
 
 import zoo
 from tests.training.tiny import RECIPE_OF, TINY
-from training import migrate
+from training import migrate, train
 from training.core import file_schema
+from training.core.callbacks import RunBackup, seed_generators
 from training.reproduction import records
-from training.runs import runs
-from training.tasks import recipes
+from training.reproduction.format_migration import BACKUP_FACTS
+from training.runs import run_dirs, run_files, runs
+from training.tasks import make_task, recipes
 
 TOKENS = ["<unk>", "<eos>", "the", "cat"]
 
 
-def refused_until_migrated(main, argv, path, capsys):
+def refused_until_migrated(main, argv, path, capsys, folder=None):
     """A command `main(argv)` reading the unmigrated file `path` exits 2 with
-    one line naming it and `python -m training.migrate FOLDER`; then the
-    folder is migrated. Returns what the migration printed."""
-    folder = Path(path).parent
+    one line naming it and `python -m training.migrate FOLDER` (`folder`, by
+    default the file's); then the folder is migrated. Returns what the
+    migration printed."""
+    folder = Path(path).parent if folder is None else folder
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     error = capsys.readouterr().err
@@ -39,6 +44,7 @@ def earlier_run(folder, kind):
     vocabulary.json from before vocabularies named their conventions."""
     recipe = recipes.resolve(RECIPE_OF[kind], "small", TINY[kind])
     folder.mkdir()
+    run_files.record(folder, runs.RECIPE, runs.VOCABULARY)  # a manifest's era
     runs.write_json(folder / runs.RECIPE, recipe.to_dict())
     vocabulary = {
         "level": "word",
@@ -86,7 +92,7 @@ def test_a_vocabulary_without_conventions_is_refused_until_migrated(
     assert tokenizer.conventions == (conventions or "plain")
     assert (folder / runs.RECIPE).read_text() == recipe_before
     assert sorted(path.name for path in folder.iterdir()) == sorted(
-        [runs.RECIPE, runs.VOCABULARY]
+        [runs.RECIPE, runs.VOCABULARY, run_files.MANIFEST]
     )
     # Again: already current, nothing changed.
     migrated = (folder / runs.VOCABULARY).read_text()
@@ -121,6 +127,7 @@ def test_metrics_without_a_backend_are_given_tensorflow_and_its_version(
 ):
     folder = tmp_path / "record"
     folder.mkdir()
+    run_files.record(folder, runs.RECIPE, runs.METRICS, *beside)  # a manifest's era
     recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
     runs.write_json(folder / runs.RECIPE, recipe.to_dict())
     metrics = {"test": {"wcpa": 0.5}, "jit_compile": {"used": False, "reason": "r"}}
@@ -140,3 +147,171 @@ def test_metrics_without_a_backend_are_given_tensorflow_and_its_version(
     assert migrated == {**metrics, "backend": backend}
     assert records.backend_of(migrated, folder / runs.METRICS) == "tensorflow"
     file_schema.check(migrated, file_schema.METRICS, folder / runs.METRICS, ValueError)
+
+
+def interrupted_run(folder, where):
+    """A run directory of the tiny Dyck recipe interrupted after its first
+    epoch (in `where`: itself, or the attempt of a finished run) with a
+    backup from before runs kept their compile mode and steps per call."""
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    trained = folder / where
+    trained.mkdir(parents=True, exist_ok=True)
+    for each in {folder, trained}:
+        runs.write_json(each / runs.RECIPE, recipe.to_dict())
+        (each / runs.LOG).write_text("epoch,loss\n0,1.5\n")
+    if trained != folder:
+        backend = {"name": "tensorflow", "version": "2.21.0"}
+        runs.write_json(folder / runs.METRICS, {"test": {}, "backend": backend})
+    names = sorted(path.name for path in folder.iterdir())
+    runs.write_json(folder / run_files.MANIFEST, {"files": [*names, runs.BACKUP]})
+    backup = trained / runs.BACKUP
+    backup.mkdir()
+    h5py.File(backup / "epoch-1.weights.h5", "w").close()
+    metadata = {"epoch": 1, "batch": 0, "weights": "epoch-1.weights.h5"}
+    metadata.update(callbacks=[], seed_generators=[], log_size=17)
+    (backup / RunBackup.METADATA).write_text(json.dumps(metadata))
+    return recipe, backup / RunBackup.METADATA
+
+
+@pytest.mark.parametrize("where", [".", "attempt"])
+def test_a_backup_without_compile_facts_is_refused_until_migrated(
+    tmp_path, capsys, where
+):
+    folder = tmp_path / "run"
+    recipe, path = interrupted_run(folder, where)
+    before = json.loads(path.read_text())
+    argv = [RECIPE_OF["dyck"], *TINY["dyck"], "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, path, capsys, folder=folder)
+    # What a resume took such a backup for: no XLA, one step a call.
+    shown = (
+        f"{path.relative_to(folder)}: facts jit_compile false, steps_per_execution 1"
+    )
+    assert printed == (
+        f"{folder}: {shown}\n1 of 1 folders migrated; the others were current\n"
+    )
+    assert json.loads(path.read_text()) == {**before, "facts": BACKUP_FACTS}
+    backup = run_dirs.read_backup(recipe, path.parent.parent)
+    task = make_task(recipe)
+    assert runs.compile_choice(task, backup) == (
+        False,
+        "a backup from before train.jit_compile: trained without XLA",
+    )
+    assert runs.steps_choice(task, False, backup) == (
+        1,
+        "a backup from before train.steps_per_execution: one step a call",
+    )
+    migrate.main([str(folder)])  # again: current
+    assert capsys.readouterr().out.startswith("0 of 1 folders migrated")
+
+
+def test_a_run_directory_without_a_manifest_is_refused_until_migrated(tmp_path, capsys):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    runs.write_json(folder / runs.RECIPE, recipe.to_dict())
+    backend = {"name": "tensorflow", "version": "2.21.0"}
+    runs.write_json(folder / runs.METRICS, {"test": {}, "backend": backend})
+    for name in (runs.BEST, runs.LOG, "train.log", "evaluation-test.json"):
+        (folder / name).write_text("x")
+    (folder / "saved_model").mkdir()
+    (folder / "saved_model" / "zoo_export.json").write_text("{}")
+    before = {path.name for path in folder.iterdir()}
+    argv = [RECIPE_OF["dyck"], *TINY["dyck"], "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, folder, capsys, folder=folder)
+    # The names that version wrote under fixed names; evaluation-test.json
+    # may be yours: it stays unlisted, and training there refused, as before.
+    adopted = ["best.keras", "log.csv", "metrics.json", "recipe.json"]
+    adopted = sorted([*adopted, "saved_model", "train.log"])
+    assert printed == (
+        f"{folder}: .run_files.json: lists {', '.join(adopted)}; not listed (not "
+        "the project's by name): evaluation-test.json\n"
+        "1 of 1 folders migrated; the others were current\n"
+    )
+    assert {path.name for path in folder.iterdir()} == {*before, ".run_files.json"}
+    assert run_files.owned(folder) == set(adopted)
+    with pytest.raises(run_dirs.RunError, match="holds 'evaluation-test.json'"):
+        run_dirs.check_owned(folder)
+    (folder / "evaluation-test.json").unlink()
+    run_dirs.check_owned(folder)
+    migrate.main([str(folder)])  # again: current
+    assert capsys.readouterr().out.startswith("0 of 1 folders migrated")
+
+
+def test_new_and_foreign_folders_are_not_taken_for_earlier_runs(tmp_path, capsys):
+    new, mine = tmp_path / "new", tmp_path / "mine"
+    new.mkdir()
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    assert run_files.owned(new) == set() == run_files.owned(mine)
+    run_dirs.check_owned(new)
+    with pytest.raises(run_dirs.RunError, match="holds 'notes.txt', which no"):
+        run_dirs.check_owned(mine)
+    migrate.main([str(new), str(mine)])  # nothing of a run: no manifest written
+    assert capsys.readouterr().out == (
+        "0 of 2 folders migrated; the others were current\n"
+    )
+    assert list(new.iterdir()) == [] and list(mine.iterdir()) == [mine / "notes.txt"]
+
+
+def test_metrics_beside_a_backup_are_refused_until_migrated(tmp_path, capsys):
+    # A re-run of an earlier version trained a finished run again in place
+    # (deleting its best.keras and log.csv, keeping its metrics.json) and was
+    # interrupted; training removed that metrics.json when it resumed.
+    folder = tmp_path / "run"
+    recipe, path = interrupted_run(folder, ".")
+    metadata = {**json.loads(path.read_text()), "facts": BACKUP_FACTS}
+    path.write_text(json.dumps(metadata))
+    backend = {"name": "tensorflow", "version": "2.21.0"}
+    run_files.record(folder, runs.METRICS)
+    runs.write_json(folder / runs.METRICS, {"test": {}, "backend": backend})
+    stale = folder / runs.METRICS
+    argv = [RECIPE_OF["dyck"], *TINY["dyck"], "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, stale, capsys, folder=folder)
+    assert printed == (
+        f"{folder}: metrics.json removed (the metrics of the run an interrupted "
+        "re-run replaced)\n1 of 1 folders migrated; the others were current\n"
+    )
+    assert not stale.exists() and run_dirs.state(folder) == run_dirs.INTERRUPTED
+    assert run_dirs.read_backup(recipe, folder) == metadata
+    migrate.main([str(folder)])  # again: current
+    assert capsys.readouterr().out.startswith("0 of 1 folders migrated")
+
+
+class StatesAtStart(keras.callbacks.Callback):
+    """Keeps the states of the model's random generators when training
+    begins (after any restore) and stops training before epoch `stop`."""
+
+    def __init__(self, stop):
+        super().__init__()
+        self.stop, self.states = stop, None
+
+    def on_train_begin(self, logs=None):
+        self.states = [g.state.numpy().tolist() for g in seed_generators(self.model)]
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.stop:
+            raise KeyboardInterrupt
+
+
+def test_a_backup_without_seed_states_is_refused_until_migrated(tmp_path, capsys):
+    # A resume of such a backup left the generators as training began with
+    # them: the migration writes those states, which the backup restores.
+    overrides = [*TINY["dyck_depth"], "model.dropout=0.3"]  # draws every step
+    recipe = recipes.resolve(RECIPE_OF["dyck_depth"], "small", overrides)
+    folder, start = tmp_path / "run", StatesAtStart(stop=1)
+    with pytest.raises(KeyboardInterrupt):
+        runs.train_run(recipe, folder, callbacks=[start])
+    path = folder / runs.BACKUP / RunBackup.METADATA
+    metadata = json.loads(path.read_text())
+    assert len(start.states) == 4 and metadata["seed_generators"] != start.states
+    del metadata["seed_generators"]
+    path.write_text(json.dumps(metadata))
+    argv = [RECIPE_OF["dyck_depth"], *overrides, "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, path, capsys, folder=folder)
+    assert printed == (
+        f"{folder}: backup/training_metadata.json: the states of 4 seed generators, "
+        "as built\n1 of 1 folders migrated; the others were current\n"
+    )
+    migrated = json.loads(path.read_text())
+    assert migrated == {**metadata, "seed_generators": start.states}
+    assert run_dirs.read_backup(recipe, folder) == migrated

@@ -23,7 +23,7 @@ from training.reproduction import (
     table_schema,
     table_summary,
 )
-from training.runs import runs
+from training.runs import run_dirs, run_files, runs
 from training.tasks import recipes
 
 BAD_INPUTS = [
@@ -103,6 +103,7 @@ def test_a_run_dir_with_another_recipe_is_refused(tiny_table, tmp_path, capsys):
     run_dir = tmp_path / "out" / "runs" / "small" / "seed-0"
     run_dir.mkdir(parents=True)
     other = recipes.resolve("tiny_dyck_lstm", overrides=["model.units=5"])
+    run_files.record(run_dir, "recipe.json")  # as training does, before it
     (run_dir / "recipe.json").write_text(json.dumps(other.to_dict()))
     with pytest.raises(SystemExit) as exit_info:
         reproduce.main(
@@ -660,6 +661,22 @@ class Killed:
         return self.returncode
 
 
+def test_the_runner_records_its_files_before_it_writes_them(
+    tiny_table, tmp_path, monkeypatch
+):
+    # Without them in the manifest, training would refuse the folder the
+    # runner made (it holds files no command recorded).
+    monkeypatch.setattr(table_runs.subprocess, "Popen", Killed)
+    table = table_schema.load_table(str(tiny_table))
+    run = table_schema.make_run(table, table.rows[0], 0, tmp_path / "out")
+    job = table_runs.Job(run, threads=1)
+    job.process.kill()
+    job.log.close()
+    job.release()
+    assert run_files.owned(run.run_dir) == set(run_dirs.RUNNER)
+    run_dirs.check_owned(run.run_dir)
+
+
 def test_a_resumed_run_does_not_count_the_time_it_lay_killed(
     tiny_table, tmp_path, monkeypatch
 ):
@@ -669,6 +686,8 @@ def test_a_resumed_run_does_not_count_the_time_it_lay_killed(
     table = table_schema.load_table(str(tiny_table))
     run = table_schema.make_run(table, table.rows[0], 0, tmp_path / "out")
     run.run_dir.mkdir(parents=True)
+    # Recorded before they were written, by the runner and by training.
+    run_files.record(run.run_dir, ".lock", "train.log", "timing.json", "log.csv")
     killed_at = time.time() - 1000
     timing = {"seconds": 5.0, "attempts": 1, "started": killed_at - 10}
     (run.run_dir / "timing.json").write_text(json.dumps(timing))

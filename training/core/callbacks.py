@@ -475,11 +475,9 @@ class RunBackup(keras.callbacks.Callback):
                 if isinstance(getattr(callback, name), int) and value is not None:
                     value = int(value)
                 setattr(callback, name, value)
-        self._load_seed_generators(metadata.get("seed_generators"))
+        self._load_seed_generators(metadata.get("seed_generators") or [])
 
     def _load_seed_generators(self, states):
-        if states is None:  # a backup from before they were kept
-            return
         generators = seed_generators(self.model)
         if len(states) != len(generators):
             raise ValueError(

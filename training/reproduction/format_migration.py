@@ -30,6 +30,33 @@ files are migrated after a merge by running it again
   only backend then). `migrate_metrics` writes TensorFlow there, with the
   version the folder's `host.json` (a record's) or `card.json` (a preset's)
   names, else null; the records' readers now refuse metrics without it.
+- Backups from before runs kept their compile mode and steps per call
+  (`train.jit_compile`, `train.steps_per_execution`): an interrupted run's
+  `backup/training_metadata.json` (or its `attempt/`'s) without
+  `facts.jit_compile` or `facts.steps_per_execution`, which a resume took
+  for a run without XLA, one step a call (what every run did then).
+  `migrate_backup` writes those facts there, so the resume ends as the run
+  began; `run_dirs.read_backup` now refuses a backup without them.
+- Backups from before they kept the states of the model's random
+  generators (`seed_generators`: dropout masks, state noise), which a
+  resume left as the model was built. `migrate_backup` writes those
+  states there (the run's model rebuilt from its recipe and vocabulary,
+  seeded as training seeds it: `runs.seeded_model`), so the resume draws
+  as it did; `run_dirs.read_backup` now refuses a backup without them.
+- Re-runs from before a finished run was trained again in `attempt/`: a
+  re-run trained in place, deleting the finished run's `best.keras` and
+  `log.csv` but not its `metrics.json`, so one interrupted left that
+  `metrics.json` beside its `backup/`; training removed it when it resumed.
+  `migrate_rerun` removes it (the metrics of a model no longer there);
+  `run_dirs.read_backup` now refuses a backup with `metrics.json` beside it.
+- Run directories from before the manifest (`training.runs.run_files`): a
+  `runs/` folder that holds files but no `.run_files.json`, whose files
+  the first command writing there adopted by name. `migrate_manifest`
+  writes the manifest of those names (`ADOPTED`: what training, the export
+  of `training.train` and the table runner wrote under fixed names, and
+  `saved_model/` when it holds the export's `zoo_export.json`); anything
+  else stays unlisted (it may be yours), so training there is refused until
+  it is moved away, as before. Every command now refuses such a folder.
 
 Each `migrate_*` returns what it changed, in a few words, or None.
 """
@@ -42,11 +69,47 @@ import keras
 import numpy as np
 
 import zoo
-from training.core.callbacks import write_atomically
+from training.core.callbacks import (
+    RunBackup,
+    check_metadata,
+    seed_generators,
+    write_atomically,
+)
 from training.data.tokenize import Vocabulary
-from training.runs import runs
+from training.runs import run_dirs, run_files, runs, saved_model
 from training.tasks import make_task
 
+# What a resume took a backup without them for: every run then compiled
+# without XLA and ran one step a call.
+BACKUP_FACTS = {
+    runs.JIT_COMPILE: {
+        "used": False,
+        "reason": "a backup from before train.jit_compile: trained without XLA",
+    },
+    runs.STEPS_PER_EXECUTION: {
+        "used": 1,
+        "reason": "a backup from before train.steps_per_execution: one step a call",
+    },
+}
+# The names training and the table runner wrote into a run directory
+# before the manifest (their locks among them), and the export of
+# `training.train` (a folder that holds `saved_model.MARKER`).
+ADOPTED = (
+    "recipe.json",
+    "vocabulary.json",
+    "best.keras",
+    "log.csv",
+    "tensorboard",
+    "metrics.json",
+    "backup",
+    "attempt",
+    ".train.lock",
+    ".lock",
+    "train.log",
+    "timing.json",
+    "host.json",
+)
+EXPORT = "saved_model"
 IDS = np.array([[1, 3, 4, 4, 3, 2], [3, 4, 3, 4, 0, 0]], "int32")
 
 
@@ -153,6 +216,94 @@ def migrate_metrics(folder):
     backend = {"name": "tensorflow", "version": version}
     runs.write_json(path, {**metrics, runs.BACKEND: backend})
     return f"{path.name}: backend tensorflow {version or '(version unknown)'}"
+
+
+def migrate_backup(folder):
+    """Writes what an interrupted run's backup in `folder` (or its
+    attempt's) lacks into its metadata: the facts `BACKUP_FACTS` and the
+    states of the model's random generators as built; what it changed.
+
+    The metadata is checked (`check_metadata`) before it is written
+    (atomically); nothing else in the backup changes.
+    """
+    folder = Path(folder)
+    done = []
+    for backup in (folder / runs.BACKUP, folder / run_dirs.ATTEMPT / runs.BACKUP):
+        path = backup / RunBackup.METADATA
+        if not path.is_file():
+            continue
+        metadata = runs.read_json(path)
+        check_metadata(metadata, path, log_path=backup.parent / runs.LOG)
+        facts = metadata.get("facts") or {}
+        missing = {key: fact for key, fact in BACKUP_FACTS.items() if key not in facts}
+        written = []
+        if missing:
+            facts_written = (
+                f"{key} {json.dumps(f['used'])}" for key, f in missing.items()
+            )
+            written.append(f"facts {', '.join(facts_written)}")
+        if metadata.get("seed_generators") is None:
+            states = _initial_seed_states(backup.parent)
+            metadata = {**metadata, "seed_generators": states}
+            written.append(f"the states of {len(states)} seed generators, as built")
+        if not written:
+            continue
+        metadata = {**metadata, "facts": {**facts, **missing}}
+        check_metadata(metadata, path, log_path=backup.parent / runs.LOG)
+        write_atomically(path, json.dumps(metadata))
+        done.append(f"{path.relative_to(folder)}: {', '.join(written)}")
+    return "; ".join(done) or None
+
+
+def _initial_seed_states(folder):
+    """The states of the random generators of the model a run in `folder`
+    starts from: what a resume from a backup without them drew from."""
+    recipe = runs.read_recipe(Path(folder) / runs.RECIPE)
+    model = runs.seeded_model(recipe, runs.load_vocabulary(folder))
+    return [
+        keras.ops.convert_to_numpy(generator.state.value).tolist()
+        for generator in seed_generators(model)
+    ]
+
+
+def migrate_rerun(folder):
+    """Removes the `metrics.json` an interrupted re-run of an earlier version
+    left beside its `backup/` in `folder` (its model's `best.keras` was
+    deleted when the re-run began); what it changed."""
+    folder = Path(folder)
+    path = folder / runs.METRICS
+    if not ((folder / runs.BACKUP).is_dir() and path.is_file()):
+        return None
+    path.unlink()
+    return (
+        f"{path.name} removed (the metrics of the run an interrupted re-run replaced)"
+    )
+
+
+def migrate_manifest(folder):
+    """Writes the manifest of a run directory from before the manifest in
+    `folder`, listing the names that version wrote there (`ADOPTED`, and
+    `saved_model/` holding an export); what it changed. A preset, a record
+    and a new or empty folder get none."""
+    folder = Path(folder)
+    names = {path.name for path in folder.iterdir()}
+    if (
+        run_files.MANIFEST in names
+        or {run_dirs.CARD, zoo.presets.preset_loader.PRESET, run_dirs.RECORD} & names
+        or all(run_files.is_temporary(name) for name in names)  # new or empty
+    ):
+        return None
+    run_files.check_no_links(folder)
+    adopted = names & set(ADOPTED)
+    if (folder / EXPORT / saved_model.MARKER).is_file():
+        adopted.add(EXPORT)
+    if not adopted or not run_files.adopt(folder, adopted):  # not a run's folder
+        return None
+    unlisted = sorted(names - adopted - {run_files.MANIFEST})
+    left = f"; not listed (not the project's by name): {', '.join(unlisted)}"
+    return f"{run_files.MANIFEST}: lists {', '.join(sorted(adopted))}" + (
+        left if unlisted else ""
+    )
 
 
 def _write_size(folder):

@@ -24,7 +24,7 @@ from pathlib import Path
 from training.core import compile_mode, file_schema
 from training.core.callbacks import write_atomically
 from training.reproduction import records, table_baselines, table_schema, table_summary
-from training.runs import runs
+from training.runs import run_dirs, run_files, runs
 
 TIMING = records.TIMING
 LOCK = ".lock"
@@ -101,7 +101,8 @@ def _settle(run, locked=False):
     end counts until `metrics.json` was written, or else until the run
     directory's last change (the lock file is opened for appending, never
     truncated, so taking the lock to resume does not count the time the
-    run lay killed). A run another process is training (its
+    run lay killed; nor does the manifest, which changes when a command
+    records a name). A run another process is training (its
     directory locked) is left alone, and so is a timing file that cannot be
     read (`damage` names it).
     """
@@ -117,7 +118,11 @@ def _settle(run, locked=False):
         end = (run.run_dir / runs.METRICS).stat().st_mtime
     else:
         end = max(
-            (item.stat().st_mtime for item in run.run_dir.rglob("*")),
+            (
+                item.stat().st_mtime
+                for item in run.run_dir.rglob("*")
+                if item.name != run_files.MANIFEST
+            ),
             default=timing["started"],
         )
     runs.write_json(
@@ -216,6 +221,7 @@ class Job:
     def __init__(self, run, threads, backend="tensorflow", xla_cache=None):
         self.run = run
         run.run_dir.mkdir(parents=True, exist_ok=True)
+        run_files.record(run.run_dir, *run_dirs.RUNNER)  # before they are written
         self.lock = open(run.run_dir / LOCK, "a")
         try:
             fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -267,17 +267,34 @@ def read_backup(recipe, folder):
 
     `RunBackup.read_metadata` checks every field (its epoch at most
     `train.epochs`, its `log_size` within `log.csv`); the facts the run
-    keeps (`compile_choice`, `steps_choice`) are checked here.
+    keeps (`compile_choice`, `steps_choice`) are checked here. A backup of
+    an earlier format, without them, is refused in one line naming it and
+    `python -m training.migrate`, which writes what it was trained with
+    (and so is one without the states of the model's random generators);
+    so is a backup with `metrics.json` beside it (an interrupted re-run of
+    an earlier version), which training never leaves now.
     """
-    path = Path(folder) / BACKUP
+    path, stale = Path(folder) / BACKUP, Path(folder) / METRICS
+    if path.is_dir() and stale.exists():
+        raise RunError(
+            f"{str(stale)!r} names no model of this run directory: it lies beside "
+            f"{BACKUP}/, as a re-run of an earlier version left the finished run's "
+            "metrics when it was interrupted (it had deleted that run's best.keras); "
+            "expected metrics.json only once training ends: python -m "
+            f"training.migrate {str(_run_dir_of(stale.parent))!r} brings it up to date."
+        )
     metadata = RunBackup.read_metadata(
         path, epochs=recipe.train.epochs, log_path=Path(folder) / LOG
     )
-    facts = (metadata or {}).get("facts") or {}  # an object: checked there
+    if metadata is None:
+        return None
+    if metadata.get("seed_generators") is None:
+        raise _earlier_backup(path / RunBackup.METADATA, "seed_generators")
+    facts = metadata.get("facts") or {}  # an object: checked there
     for key, used in ((JIT_COMPILE, "true or false"), (STEPS_PER_EXECUTION, ">= 1")):
         entry = facts.get(key)
         if entry is None:
-            continue
+            raise _earlier_backup(path / RunBackup.METADATA, f"facts.{key}")
         value = entry.get("used") if isinstance(entry, dict) else None
         good = (
             isinstance(value, bool)
@@ -290,6 +307,22 @@ def read_backup(recipe, folder):
             raise backup_field_error(where, f"facts.{key}", entry, expected)
     _check_epochs_logged(metadata, path, Path(folder) / LOG)
     return metadata
+
+
+def _earlier_backup(path, field):
+    """The one-line `RunError` of a backup's metadata at `path` from before
+    `field` was kept: `python -m training.migrate` brings it up to date."""
+    run_dir = _run_dir_of(path.parent.parent)  # of NAME/[attempt/]backup/
+    return RunError(
+        f"{str(path)!r} names no {field} (a backup of an earlier format); expected "
+        f"the backup this version writes: python -m training.migrate "
+        f"{str(run_dir)!r} brings it up to date."
+    )
+
+
+def _run_dir_of(folder):
+    """The run directory that trains in `folder`: itself, or its attempt's."""
+    return folder.parent if folder.name == ATTEMPT else folder
 
 
 def _check_epochs_logged(metadata, path, log):

@@ -13,16 +13,16 @@ random suffix (`NAME.partial-PID-RANDOM`, `NAME.replaced-PID-RANDOM`,
 `best.partial.keras`, `NAME.damaged`) are recognised by their name; they
 are never removed by a re-run either.
 
-**Run directories from before the manifest** (a `runs/` folder trained by
-an older version) have none. The first command that writes into one
-adopts the names training, the export of `training.train` and the table
-runner write under fixed names (`ADOPTED`: `recipe.json`, `best.keras`,
-`log.csv`, ..., and `saved_model/` when it holds the export's
-`zoo_export.json`); everything else in it, `evaluation-*.json` and
-`syntax-*/` included, is not adopted, so training there is refused until
-you move those away (they may be yours). The committed `results/` records
-and `zoo/presets/` are not run directories: training refuses them, and
-nothing writes a manifest into them.
+**A folder without a manifest** owns nothing: a new one, or a folder of
+yours (training there is refused, as it holds files no command wrote). One
+that holds `recipe.json` is a run directory of an earlier version (a
+`runs/` folder trained before the manifest): every command refuses it in
+one line naming `python -m training.migrate RUN_DIR`, which writes the
+manifest of the names that version wrote under fixed names
+(`training.reproduction.format_migration`).
+The committed `results/` records and `zoo/presets/` are not run
+directories: training refuses them, and nothing writes a manifest into
+them.
 
 **No links.** The project never makes a symbolic link inside a run
 directory, an export target or a tuner's project folder, so it follows
@@ -41,25 +41,7 @@ from pathlib import Path
 from training.core.callbacks import write_atomically
 
 MANIFEST = ".run_files.json"
-# Names training writes into a run directory, the table runner's beside them
-# (`training.reproduction.table_runs`), and the lock: adopted from a run
-# directory made before the manifest (see the module's docstring).
-ADOPTED = (
-    "recipe.json",
-    "vocabulary.json",
-    "best.keras",
-    "log.csv",
-    "tensorboard",
-    "metrics.json",
-    "backup",
-    "attempt",
-    ".train.lock",
-    ".lock",
-    "train.log",
-    "timing.json",
-    "host.json",
-)
-EXPORT, EXPORT_MARKER = "saved_model", "zoo_export.json"
+RECIPE = "recipe.json"  # what marks a folder as a run directory
 # Temporaries, named by a process id and a random suffix (`write_atomically`,
 # `scratch_beside`, `replace_folder`), `AtomicModelCheckpoint`'s and the
 # table runner's damaged files set aside.
@@ -132,22 +114,24 @@ def _read(path):
     return set(names)
 
 
-def adopted(run_dir):
-    """The names a run directory made before the manifest is taken to own."""
-    run_dir = Path(run_dir)
-    names = {name for name in ADOPTED if (run_dir / name).exists()}
-    if (run_dir / EXPORT / EXPORT_MARKER).is_file():
-        names.add(EXPORT)
-    return names
-
-
 def owned(run_dir):
-    """The names the project wrote into `run_dir`: its manifest's, or for a
-    folder without one `adopted(run_dir)`."""
-    path = Path(run_dir) / MANIFEST
+    """The names the project wrote into `run_dir`: its manifest's, or none
+    in a folder without one (a new one, or yours); a one-line `ValueError`
+    for a run directory of an earlier version (`recipe.json`, no manifest)."""
+    run_dir = Path(run_dir)
+    path = run_dir / MANIFEST
     if path.is_symlink():
         check_no_links(run_dir)
-    return _read(path) if path.is_file() else adopted(run_dir)
+    if path.is_file():
+        return _read(path)
+    if (run_dir / RECIPE).is_file():
+        raise ValueError(
+            f"Run directory {str(run_dir)!r} names no files it owns (it holds "
+            f"{RECIPE} but no {MANIFEST}: a run directory of an earlier version); "
+            f"expected its manifest: python -m training.migrate {str(run_dir)!r} "
+            "brings it up to date."
+        )
+    return set()
 
 
 def foreign(run_dir):
@@ -181,14 +165,29 @@ def _change(run_dir, add=(), drop=()):
         names = owned(run_dir)
         changed = (names | set(add)) - set(drop)
         if changed != names or not (run_dir / MANIFEST).is_file():
-            text = json.dumps({"files": sorted(changed)}, indent=2) + "\n"
-            write_atomically(run_dir / MANIFEST, text)
+            _write(run_dir, changed)
+
+
+def _write(run_dir, names):
+    text = json.dumps({"files": sorted(names)}, indent=2) + "\n"
+    write_atomically(Path(run_dir) / MANIFEST, text)
 
 
 def record(run_dir, *names):
     """Adds `names` to the manifest of the existing folder `run_dir` (writing
-    one, with the adopted names, where there is none), before they are written."""
+    one where a new folder has none), before they are written."""
     _change(run_dir, add=names)
+
+
+def adopt(run_dir, names):
+    """Writes the manifest, listing `names`, of a run directory of an earlier
+    version that has none (`python -m training.migrate`); True if written."""
+    run_dir = Path(run_dir)
+    with _locked(run_dir):
+        if (run_dir / MANIFEST).exists():
+            return False
+        _write(run_dir, names)
+        return True
 
 
 def forget(run_dir, *names):
@@ -200,7 +199,7 @@ def in_run_directory(path):
     """Whether `path`'s folder is a run directory (it holds `recipe.json`)
     and not a preset (`card.json`), which is read-only."""
     folder = Path(path).parent
-    return (folder / "recipe.json").is_file() and not (folder / "card.json").exists()
+    return (folder / RECIPE).is_file() and not (folder / "card.json").exists()
 
 
 def check_claim(path, command):

@@ -284,7 +284,6 @@ def _fit_in(recipe, task, model, folder, backup, verbose, callbacks):
     steps = steps_choice(task, jit.used, backup)
     compile_mode.configure_determinism(jit.used)
     folder.mkdir(exist_ok=True)
-    (folder / METRICS).unlink(missing_ok=True)  # from before a legacy resume
     write_json(folder / RECIPE, recipe.to_dict())
     log = folder / LOG
     if backup is None:  # an unfinished run starts afresh
@@ -352,34 +351,34 @@ def _seeded_start(recipe, strategy=None, vocabulary=None):
     return task, model
 
 
+def seeded_model(recipe, vocabulary):
+    """The model a run of `recipe` trains, before its first step: its weights
+    and random generators as built (`_seeded_start`, which seeds the global
+    generators as training does)."""
+    return _seeded_start(recipe, vocabulary=vocabulary)[1]
+
+
 def compile_choice(task, backup=None):
     """Whether the run compiles with XLA, and why (`compile_mode.Choice`).
 
-    A resumed run keeps the choice (and reason) its backup recorded, so it
-    ends as an uninterrupted run does; a backup from before
-    `train.jit_compile` existed was trained without XLA.
+    A resumed run keeps the choice (and reason) its backup recorded
+    (`run_dirs.read_backup` checked it is there), so it ends as an
+    uninterrupted run does.
     """
     if backup is None:
         return compile_mode.for_task(task)
-    saved = (backup.get("facts") or {}).get(JIT_COMPILE)
-    if saved is None:
-        reason = "a backup from before train.jit_compile: trained without XLA"
-        return compile_mode.Choice(False, reason)
+    saved = backup["facts"][JIT_COMPILE]
     return compile_mode.Choice(bool(saved["used"]), saved["reason"])
 
 
 def steps_choice(task, jit_compile, backup=None):
     """How many training steps each call runs, and why (`compile_mode.Choice`).
 
-    A resumed run keeps its backup's choice, as `compile_choice` does; a
-    backup from before `train.steps_per_execution` ran one step a call.
+    A resumed run keeps its backup's choice, as `compile_choice` does.
     """
     if backup is None:
         return compile_mode.steps_for_task(task, jit_compile)
-    saved = (backup.get("facts") or {}).get(STEPS_PER_EXECUTION)
-    if saved is None:
-        reason = "a backup from before train.steps_per_execution: one step a call"
-        return compile_mode.Choice(1, reason)
+    saved = backup["facts"][STEPS_PER_EXECUTION]
     return compile_mode.Choice(int(saved["used"]), saved["reason"])
 
 

@@ -168,10 +168,8 @@ def test_a_run_records_its_choice_and_a_resume_keeps_it(auto_run):
     assert runs.compile_choice(task).used  # 8 units: XLA by the rule
     kept = {"facts": {"jit_compile": {"used": False, "reason": "first part"}}}
     assert runs.compile_choice(task, kept) == (False, "first part")
-    assert runs.compile_choice(task, {"epoch": 1}).used is False  # an old backup
     kept = {"facts": {"steps_per_execution": {"used": 5, "reason": "first part"}}}
     assert runs.steps_choice(task, True, kept) == (5, "first part")
-    assert runs.steps_choice(task, True, {"epoch": 1}).used == 1  # an old backup
     assert metrics["jit_compile"] == {
         "used": True,
         "reason": compile_mode.for_task(task).reason,

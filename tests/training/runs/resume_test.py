@@ -14,7 +14,7 @@ import pytest
 
 from tests.training.tiny import LSTM_RECOGNIZER, RECIPE_OF, TINY, tiny_recipe
 from training.core.callbacks import RunBackup
-from training.runs import runs
+from training.runs import run_files, runs
 from training.tasks import recipes
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -169,6 +169,7 @@ def test_resume_after_kills_with_dropout_in_capped_epochs_matches(tmp_path):
 @pytest.mark.parametrize("content", [b"", b"not hdf5"])
 def test_unreadable_backup_is_one_line(tmp_path, content):
     recipe = recipes.resolve("tiny_dyck_lstm", "small", ["train.epochs=2"])
+    run_files.record(tmp_path, runs.BACKUP)  # as training records it
     backup = tmp_path / runs.BACKUP
     backup.mkdir()
     (backup / "epoch-1.weights.h5").write_bytes(content)

@@ -64,6 +64,7 @@ def test_a_run_directory_of_any_command_is_owned(tmp_path):
     ],
 )
 def test_a_folder_the_project_did_not_make_is_refused(tmp_path, name, message):
+    run_files.record(tmp_path, "recipe.json")
     (tmp_path / "recipe.json").write_text("{}")
     (tmp_path / name).write_text("")
     with pytest.raises(run_dirs.RunError, match=message):
@@ -71,6 +72,7 @@ def test_a_folder_the_project_did_not_make_is_refused(tmp_path, name, message):
 
 
 def test_an_attempt_that_is_a_file_is_refused(tmp_path):
+    run_files.record(tmp_path, "attempt")  # as training records it
     (tmp_path / "attempt").write_text("")
     with pytest.raises(run_dirs.RunError, match="holds a file 'attempt'"):
         run_dirs.check_owned(tmp_path)
@@ -103,6 +105,9 @@ def test_the_state_is_read_from_the_files(tmp_path, files, state):
 
 def finished_with_attempt(folder):
     """A finished run ("old" files) with a finished attempt ("new" ones)."""
+    # Recorded before they are written, as training, the runner and the
+    # commands that derive results do.
+    run_files.record(folder, *run_dirs.OWN, "saved_model", "evaluation-test.json")
     attempt = folder / "attempt"
     for where, text in ((folder, "old"), (attempt, "new")):
         (where / "tensorboard").mkdir(parents=True)
@@ -113,7 +118,6 @@ def finished_with_attempt(folder):
     (folder / "saved_model").mkdir()
     (folder / "evaluation-test.json").write_text("old")
     (folder / "timing.json").write_text("runner")
-    run_files.record(folder, "saved_model", "evaluation-test.json")  # written so
 
 
 def assert_promoted(folder):
@@ -230,7 +234,7 @@ GOOD = {
             r"facts.jit_compile is .*; expected \{\"used\": true or false",
         ),
         (
-            {"facts": {"steps_per_execution": {"used": 0, "reason": "r"}}},
+            {"facts": {**GOOD["facts"], "steps_per_execution": {"used": 0}}},
             r"facts.steps_per_execution is .*; expected \{\"used\": >= 1",
         ),
         ([], r"the file is \[\]; expected a JSON object"),
