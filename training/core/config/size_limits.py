@@ -28,10 +28,8 @@ largest, `mlstm_enwik8` at paper scale: 1 × 1900² recurrent weights, 128 ×
 A model that needs more is not a recipe's: build it with the zoo's builders.
 """
 
-import inspect
-
-import zoo
 from training.core.config.option_fields import RecipeError
+from zoo.registry import option_default
 
 RECURRENT_WEIGHTS = 2**28
 STEP_STATE = 2**28
@@ -43,12 +41,7 @@ def cell_option(model, name):
     value is not an integer (the cell refuses it when it is built)."""
     value = model.options.get(name)
     if value is None:
-        for cls in zoo.get_cell_class(model.cell).__mro__:
-            init = cls.__dict__.get("__init__")
-            parameter = init and inspect.signature(init).parameters.get(name)
-            if parameter:
-                value = parameter.default
-                break
+        value = option_default(model.cell, name)
     return value if type(value) is int and value > 0 else 0
 
 
