@@ -307,8 +307,9 @@ def save_preset(
             baseline = run.task.trivial_baseline()
             if baseline is not None:
                 card["baseline"] = baseline
-            if run.task.card_sample is not None:
-                card["sample"] = card_sample(source, run.task.card_sample)
+            sample = run.task.card_sample  # read once: it reads the data
+            if sample is not None:
+                card["sample"] = card_sample(source, sample)
             runs.write_json(partial / zoo.presets.preset_loader.CARD, card)
             readme = preset_readme.model_card(card, recipe, metrics)
             (partial / zoo.presets.preset_loader.README).write_text(readme)

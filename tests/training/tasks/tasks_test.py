@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from tests.training.data.shared_data import SHARED
 from tests.training.tiny import TINY, tiny_recipe
+from training.core import fitting
 from training.core.callbacks import ResetStatesEachEpoch
 from training.core.metrics import bracket_prediction_accuracy
 from training.data import (
@@ -494,7 +495,9 @@ def test_recognition_targets_follow_step_labels_and_next_symbol_loss(
     assert weights["accept"].numpy().tolist() == [[1, 1, 1, 1]] * 2
 
 
-def test_a_recognition_run_keeps_the_model_of_its_monitors_lowest_value(tmp_path):
+def test_a_recognition_run_keeps_the_model_of_its_monitors_lowest_value(
+    tmp_path, monkeypatch
+):
     # `task.monitor` picks the validation loss the best checkpoint, the
     # learning-rate schedule and early stopping watch; Keras cannot tell a
     # one-output loss's direction by itself, so a run says "min" to it.
@@ -504,7 +507,32 @@ def test_a_recognition_run_keeps_the_model_of_its_monitors_lowest_value(tmp_path
     )
     task = make_task(recipe)
     assert task.monitor == monitor
+    watched = []  # what each callback of the run that watches a value watches
+
+    def spied(make):
+        def made(*args, **kwargs):
+            callbacks = make(*args, **kwargs)
+            watched.extend(
+                (type(c).__name__, c.monitor, c.mode)
+                for c in callbacks
+                if hasattr(c, "monitor") and hasattr(c, "mode")
+            )
+            return callbacks
+
+        return made
+
+    monkeypatch.setattr(
+        runs, "run_directory_callbacks", spied(runs.run_directory_callbacks)
+    )
+    monkeypatch.setattr(
+        fitting, "schedule_callbacks", spied(fitting.schedule_callbacks)
+    )
     runs.train_run(recipe, tmp_path / "run")
+    assert sorted(watched) == [
+        ("AtomicModelCheckpoint", monitor, "min"),
+        ("EarlyStopping", monitor, "min"),
+        ("ReduceLROnPlateau", monitor, "min"),
+    ]
     log = np.genfromtxt(tmp_path / "run" / runs.LOG, delimiter=",", names=True)
     best = int(np.argmin(log[monitor]))
     model = task.training_model(runs.load_run(tmp_path / "run").model)
