@@ -29,7 +29,6 @@ import json
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from zoo.tokenizer import SpecialTokens, Tokenizer, index_tokens
 
@@ -66,6 +65,10 @@ def tokenize(text, level, add_eos=False, eos_token=EOS):
         return tf.strings.unicode_split(text, "UTF-8")
     lines = split_lines(text)
     if level == "word":
+        # Imported here: its import took 0.23 s of every command that reads
+        # a vocabulary (`python -m training.generate` among them).
+        import tensorflow_text as tf_text
+
         tokens = tf_text.WhitespaceTokenizer().tokenize(lines)  # ragged (lines, words)
     else:
         tokens = tf.strings.unicode_split(lines, "UTF-8")  # ragged (lines, chars)

@@ -5,12 +5,14 @@ The tests that start a command (`python -X importtime -m ...`) are marked
 source in the default run.
 """
 
+import gc
 import importlib
 import os
 import shlex
 import subprocess
 import sys
 import tomllib
+import weakref
 from pathlib import Path
 
 import pytest
@@ -247,3 +249,49 @@ def test_train_examples_resolve():
     for command, _ in train.EXAMPLES:
         args = train.build_parser().parse_intermixed_args(shlex.split(command)[3:])
         recipes.resolve(args.recipe, args.scale, args.overrides)
+
+
+class _Cycle:
+    def __init__(self):
+        self.me = self
+
+
+def test_uncollected_pauses_the_collector_then_freezes_what_exists():
+    frozen_before = gc.get_freeze_count()
+    try:
+        with command_line.uncollected():
+            assert not gc.isenabled()
+            cycle = weakref.ref(_Cycle())  # garbage only the collector finds
+            kept = [[] for _ in range(10 * gc.get_threshold()[0])]
+            assert cycle() is not None  # so many allocations, and no collection
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= frozen_before + len(kept)
+    finally:
+        gc.unfreeze()  # the test process's objects back to normal collection
+
+
+def test_uncollected_leaves_a_paused_collector_paused():
+    gc.disable()
+    try:
+        with command_line.uncollected():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+@pytest.mark.processes
+def test_start_tensorflow_freezes_the_import_and_collects_after():
+    code = (
+        "import gc; from training.cli import command_line; "
+        "command_line.start_tensorflow(); "
+        "print(gc.isenabled(), gc.get_freeze_count())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    enabled, frozen = done.stdout.split()
+    assert enabled == "True"
+    assert int(frozen) > 100_000  # TensorFlow's and Keras's objects
