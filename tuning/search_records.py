@@ -152,8 +152,10 @@ def search_settings(
 
 def _read_settings(marker):
     """The settings a search wrote to `marker`; a one-line `ValueError` if
-    they are not valid JSON."""
+    they are not valid JSON, or hold a recipe of an earlier format (which
+    `python -m training.migrate` on the folder brings up to date)."""
     from training.core import file_schema
+    from training.tasks import recipes
 
     try:
         saved = json.loads(marker.read_text())
@@ -162,7 +164,15 @@ def _read_settings(marker):
             f"{str(marker)!r} is not valid JSON; expected the settings "
             "python -m tuning.search wrote (or --overwrite)."
         ) from None
-    return file_schema.check(saved, file_schema.SEARCH_SETTINGS, marker)
+    saved = file_schema.check(saved, file_schema.SEARCH_SETTINGS, marker)
+    if isinstance(saved.get("recipe"), dict) and isinstance(
+        saved["recipe"].get("task"), dict
+    ):
+        try:
+            recipes.recipe_loader.check_typed(saved["recipe"], recipes.KINDS)
+        except recipes.recipe_loader.EarlierForm as earlier:
+            raise ValueError(earlier.line(marker)) from None
+    return saved
 
 
 def _differing(saved, settings):
@@ -173,9 +183,8 @@ def _differing(saved, settings):
 
 
 def _same_recipe(saved, recipe):
-    """Whether a saved search's recipe is `recipe` (`Recipe.to_dict()`): one
-    from before typed recipes holds every key of every kind; the recipe
-    file's name aside (`Recipe.run_identity`)."""
+    """Whether a saved search's recipe is `recipe` (`Recipe.to_dict()`), the
+    recipe file's name aside (`Recipe.run_identity`)."""
     from training.tasks import recipes
 
     try:

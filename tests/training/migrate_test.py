@@ -13,12 +13,13 @@ import pytest
 import zoo
 from tests.training.tiny import RECIPE_OF, TINY
 from training import migrate, train
-from training.core import file_schema
+from training.core import file_schema, recipe_files
 from training.core.callbacks import RunBackup, seed_generators
 from training.reproduction import records
 from training.reproduction.format_migration import BACKUP_FACTS
 from training.runs import run_dirs, run_files, runs
 from training.tasks import make_task, recipes
+from tuning import search_records
 
 TOKENS = ["<unk>", "<eos>", "the", "cat"]
 
@@ -315,3 +316,119 @@ def test_a_backup_without_seed_states_is_refused_until_migrated(tmp_path, capsys
     migrated = json.loads(path.read_text())
     assert migrated == {**metadata, "seed_generators": start.states}
     assert run_dirs.read_backup(recipe, folder) == migrated
+
+
+# Keys of other kinds at their defaults, as a Dyck recipe of the full form
+# (from before recipes were typed) held them beside its own.
+FULL_FORM = {
+    "task": {"corpus": "ptb", "level": "char", "data_dir": None, "split_seed": 0},
+    "model": {"bidirectional": False, "pooling": "last"},
+    "train": {"stateful": False, "sampled_softmax": 0, "reset_every": None},
+}
+LEFT_OUT = "typed, without {} and 6 more (other kinds' keys, at their defaults)"
+
+
+def full_form(recipe):
+    """`recipe.to_dict()` with the keys of other kinds `FULL_FORM`."""
+    saved = recipe.to_dict()
+    for section, keys in FULL_FORM.items():
+        saved[section] = {**saved[section], **keys}
+    return saved
+
+
+def test_a_full_form_recipe_json_is_refused_until_migrated(tmp_path, capsys):
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    folder = tmp_path / "run"
+    folder.mkdir()
+    run_files.record(folder, runs.RECIPE)
+    path = folder / runs.RECIPE
+    runs.write_json(path, full_form(recipe))
+    with pytest.raises(runs.RunError) as error:
+        runs.read_recipe(path)
+    assert "\n" not in str(error.value)
+    assert str(error.value).startswith(
+        f"{str(path)!r} names no typed recipe: it holds task.corpus, "
+        "task.data_dir, task.level and 6 more, which task.kind 'dyck' does not take"
+    )
+    argv = [RECIPE_OF["dyck"], *TINY["dyck"], "--run-dir", str(folder)]
+    printed = refused_until_migrated(train.main, argv, path, capsys)
+    shown = LEFT_OUT.format("task.corpus, task.data_dir, task.level")
+    assert printed == (
+        f"{folder}: recipe.json: {shown}\n"
+        "1 of 1 folders migrated; the others were current\n"
+    )
+    # The typed form: the keys of its kind, the same recipe (a record's row).
+    assert runs.read_json(path) == recipe.to_dict()
+    assert runs.read_recipe(path).run_identity() == recipe.run_identity()
+    migrated = path.read_text()
+    migrate.main([str(folder)])  # again: current
+    assert capsys.readouterr().out.startswith("0 of 1 folders migrated")
+    assert path.read_text() == migrated
+
+
+def test_a_full_form_recipe_with_a_key_of_another_kind_set_is_left_as_it_was(
+    tmp_path, capsys
+):
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    folder = tmp_path / "run"
+    folder.mkdir()
+    run_files.record(folder, runs.RECIPE)
+    saved = full_form(recipe)
+    saved["task"]["corpus"] = "wikitext2"  # not a default: not the full form's
+    runs.write_json(folder / runs.RECIPE, saved)
+    before = (folder / runs.RECIPE).read_text()
+    with pytest.raises(SystemExit) as status:
+        migrate.main([str(folder)])
+    error = capsys.readouterr().err
+    assert status.value.code == 2 and error.count("\n") == 1
+    assert "Unknown recipe key 'task.corpus' for task.kind 'dyck'" in error
+    assert error.endswith(": left as it was.\n")
+    assert (folder / runs.RECIPE).read_text() == before
+
+
+def test_a_search_of_the_full_form_is_refused_until_migrated(tmp_path, capsys):
+    # A search's settings and best_recipe.toml held the full form too.
+    recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
+    project = tmp_path / "search" / "lstm"
+    project.mkdir(parents=True)
+    settings = {"recipe": recipe.to_dict(), "tuner": "random", "cells": ["lstm"]}
+    marker = project / search_records.SETTINGS
+    marker.write_text(json.dumps({**settings, "recipe": full_form(recipe)}))
+    with pytest.raises(ValueError) as error:
+        search_records.check_project(tmp_path / "search", "lstm", settings, False)
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(
+        f"{str(marker)!r} names no typed recipe: it holds task.corpus, task.level, "
+        "task.data_dir and 6 more, which task.kind 'dyck' does not take"
+    )
+    assert message.endswith(
+        f"python -m training.migrate {str(project)!r} brings it up to date."
+    )
+    toml = project / search_records.BEST_RECIPE
+    typed_text = recipe_files.recipe_toml(recipe)
+    full_text = typed_text
+    for section, keys in FULL_FORM.items():
+        lines = "".join(
+            f"{key} = {json.dumps(value)}\n"  # TOML's spelling of these values
+            for key, value in keys.items()
+            if value is not None  # TOML has no null: left out, as None is
+        )
+        full_text = full_text.replace(f"[{section}]\n", f"[{section}]\n{lines}")
+    toml.write_text(full_text)
+    printed = refused_until_migrated(train.main, [str(toml)], toml, capsys)
+    settings_shown = LEFT_OUT.format("task.corpus, task.level, task.data_dir")
+    toml_shown = LEFT_OUT.format("task.corpus, task.level, task.split_seed")
+    toml_shown = toml_shown.replace("6 more", "4 more")
+    assert printed == (
+        f"{project}: {search_records.SETTINGS}: its recipe {settings_shown}; "
+        f"{search_records.BEST_RECIPE}: {toml_shown}\n"
+        "1 of 1 folders migrated; the others were current\n"
+    )
+    assert toml.read_text() == typed_text  # its other lines as they were
+    assert recipes.resolve(str(toml)).run_identity() == recipe.run_identity()
+    saved = json.loads(marker.read_text())
+    assert saved == {**settings, "recipe": recipe.to_dict()}
+    search_records.check_project(tmp_path / "search", "lstm", settings, False)
+    migrate.main([str(project)])  # again: current
+    assert capsys.readouterr().out.startswith("0 of 1 folders migrated")

@@ -24,7 +24,7 @@ import dataclasses
 import math
 import re
 
-from training.core.config.recipe_loader import SECTIONS
+from training.core.config.recipe_loader import SECTIONS, EarlierForm
 from training.core.recipe_files import SCALES
 
 
@@ -289,7 +289,8 @@ class Recipe:
     `load` (`training.tasks.recipes.from_saved`) turns the checked shape into a
     `training.core.config.recipe_loader.Recipe`, refusing what `resolve` refuses
     in one line (a `ValueError`); keys added since the run was trained
-    take their defaults.
+    take their defaults. A recipe of an earlier format (`EarlierForm`) is
+    refused naming the file and `python -m training.migrate` (`check`).
     """
 
     load: object
@@ -309,6 +310,8 @@ class Recipe:
         )
         try:
             return self.load(shape.check(value, where))
+        except EarlierForm:  # `check` names the file and the migration
+            raise
         except ValueError as error:
             prefix = f"{where}: " if where else ""
             raise Mismatch(
@@ -337,6 +340,8 @@ def check(value, schema, path, error=FileError):
     """
     try:
         return schema.check(value, "")
+    except EarlierForm as earlier:  # a recipe of an earlier format
+        raise error(earlier.line(path)) from None
     except Mismatch as mismatch:
         if mismatch.message is not None:
             detail = mismatch.message

@@ -20,6 +20,16 @@ files are migrated after a merge by running it again
   recipe said (4 for every m) while the model had `task.m * embedding_dim`
   units. `migrate_recipe` writes the model's size there, which the recipe
   check now requires (presets' and the records' `recipe.json`).
+- Recipes of the full form, from before recipes were typed (issue 58):
+  every key of every task kind, those of other kinds (and training options
+  the kind does not take) at their defaults, which readers left out
+  (`recipe_loader.full_form_keys`). `recipe_migration.migrate_recipe_form`
+  writes a run's `recipe.json` without them, `migrate_search_settings` the
+  recipe of a search's settings, `migrate_recipe_files` a recipe file
+  (`*.toml`: a search's `best_recipe.toml`) without their lines; each is
+  read back as the reader now reads it, the same recipe
+  (`Recipe.run_identity`), before it is written. Readers now refuse the
+  full form (`recipe_loader.EarlierForm`).
 - Vocabularies from before they named their text conventions (issue 58):
   `vocabulary.json` without a `conventions` key, which readers filled in
   from the task (the recipe corpus's, BLiMP's, or none). `migrate_vocabulary`

@@ -78,8 +78,8 @@ def read_recipe(path):
     """The `Recipe` a run saved at `path`, keys added since at their defaults.
 
     A one-line `RunError` naming the file and the field unless it is a recipe
-    (`training.core.file_schema.Recipe`: every check `recipes.resolve` makes),
-    in its typed form or the full form of runs from before it.
+    (`training.core.file_schema.Recipe`: every check `recipes.resolve` makes);
+    one of an earlier format names `python -m training.migrate`.
     """
     return _recipe(read_json(path), path)
 

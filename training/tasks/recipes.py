@@ -9,11 +9,11 @@ the scale and the user's `section.key=value` overrides into a
 `training.core.config.recipe_loader.Recipe` of the kind's sections, refusing any
 key the kind does not take and checking every value and combination before
 any data is built; `from_saved` reads a run's `recipe.json` back. A recipe
-file (or `recipe.json`) from before recipes were typed holds every key of
-every kind: those that do not apply to its kind are read only at their
-defaults (`recipe_loader.leave_out_defaults`). Which
-keys a kind takes, their defaults and ranges, are its section classes'
-(`training.core.config`, `training.tasks`).
+file (or `recipe.json`) of the earlier, full form (every key of every kind)
+is refused in one line naming `python -m training.migrate`, which writes
+its typed form (`recipe_loader.EarlierForm`). Which keys a kind takes,
+their defaults and ranges, are its section classes' (`training.core.config`,
+`training.tasks`).
 """
 
 from training.core import recipe_files
@@ -44,10 +44,22 @@ def resolve(name, scale="small", overrides=()):
             a value or combination the recipe's sections refuse.
     """
     path = recipe_files.find(name, recipe_files.RECIPE_DIR, "recipe", RecipeError)
-    name = path.stem
     if scale not in SCALES:
         raise RecipeError(f"Unknown scale {scale!r}; expected one of: small, paper.")
     content = recipe_files.read(path, "recipe", RecipeError)
+    try:
+        return from_content(content, path.stem, scale, overrides)
+    except recipe_loader.EarlierForm as earlier:
+        raise RecipeError(earlier.line(path)) from None
+
+
+def from_content(content, name, scale, overrides=()):
+    """The `Recipe` of a recipe file's tables `content` (its TOML, read) at
+    `scale` with `overrides` applied, as `resolve` reads the file `name`.
+
+    Raises:
+        RecipeError: as `resolve`; an `EarlierForm` for the full form.
+    """
     tables = {}
     recipe_loader.merge(tables, content)
     if scale == "small":
@@ -55,9 +67,7 @@ def resolve(name, scale="small", overrides=()):
         if not isinstance(small, dict):
             raise RecipeError("Recipe key 'small' must be a table.")
         recipe_loader.merge(tables, small)
-    kind = tables.get("task", {}).get("kind")
-    if isinstance(kind, str) and kind in KINDS:  # the full form of old files
-        tables = recipe_loader.leave_out_defaults(tables, KINDS[kind], KINDS)
+    recipe_loader.check_typed(tables, KINDS)
     for text in overrides:
         recipe_loader.set_key(tables, *parse_override(text))
     options = recipe_loader.kind_class(tables, KINDS, name)

@@ -346,17 +346,17 @@ SAVED = sorted(ROOT.glob("results/**/recipe.json")) + sorted(
 )
 
 
-def test_every_committed_recipe_json_reads_to_the_values_it_holds():
-    # Records and presets from before typed recipes hold every key of every
-    # kind; read back, the keys that apply keep their values and the others
-    # were at their defaults.
+def test_every_committed_recipe_json_is_typed_and_reads_to_the_values_it_holds():
+    # Records and presets of the full form were migrated (python -m
+    # training.migrate): each holds keys of its kind alone, read back as saved.
     assert len(SAVED) > 700
     for path in SAVED:
         saved = json.loads(path.read_text())
         typed = runs.read_recipe(path).to_dict()
         for section in ("task", "model", "train"):
-            kept = {k: v for k, v in saved[section].items() if k in typed[section]}
-            assert kept == {k: typed[section][k] for k in kept}, path
+            assert saved[section] == {k: typed[section][k] for k in saved[section]}, (
+                path
+            )
         assert {k: typed[k] for k in ("name", "scale")} == {
             k: saved[k] for k in ("name", "scale")
         }
@@ -392,24 +392,23 @@ def test_a_typed_recipe_json_holds_only_the_keys_of_its_kind(tmp_path, no_data):
 @pytest.mark.parametrize(
     "section, key, value, message",
     [
-        ("task", "corpus", "ptb", None),  # the full form: at its default
-        ("model", "pooling", "last", None),
-        ("train", "sampled_softmax", 0, None),
+        # The full form of an earlier format: another kind's key at its default.
+        ("task", "corpus", "ptb", "names no typed recipe: it holds task.corpus,"),
+        ("model", "pooling", "last", "names no typed recipe: it holds model.pooling,"),
+        ("train", "sampled_softmax", 0, "it holds train.sampled_softmax, which"),
         ("task", "corpus", "wikitext2", "Unknown recipe key 'task.corpus' for"),
         ("train", "stateful", True, "which task.kind 'closing_bracket' does not"),
         ("task", "nope", 1, "Unknown recipe key 'task.nope' for"),
     ],
 )
-def test_a_full_form_recipe_json_reads_its_other_keys_only_at_their_defaults(
+def test_a_recipe_json_with_a_key_of_another_kind_is_refused(
     tmp_path, section, key, value, message
 ):
     recipe = recipes.resolve("dyck2_dyck_rnn", "small")
     saved = recipe.to_dict()
     saved[section][key] = value
     runs.write_json(tmp_path / "recipe.json", saved)
-    if message is None:
-        assert runs.read_recipe(tmp_path / "recipe.json") == recipe
-        return
     with pytest.raises(runs.RunError, match=message) as info:
         runs.read_recipe(tmp_path / "recipe.json")
     assert str(info.value).startswith(repr(str(tmp_path / "recipe.json")))
+    assert "\n" not in str(info.value)

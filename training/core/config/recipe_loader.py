@@ -10,16 +10,16 @@ value (`option_fields.check_fields`) and then each section's combinations
 error is a one-line `RecipeError`.
 
 `Recipe.to_dict()` is what a run directory's `recipe.json` holds: the keys
-that apply to the recipe's kind. Records and searches' best recipes written
-before recipes were typed hold every key of every kind, each key that does
-not apply at its default; `from_saved` (and `training.tasks.recipes.resolve`, for
-a recipe file) reads both forms to the same `Recipe`
-(`leave_out_defaults`).
+that apply to the recipe's kind. A recipe of the earlier, full form (every
+key of every kind, those of other kinds at their defaults: `full_form_keys`)
+is refused in one line naming the file (`EarlierForm`); `python -m
+training.migrate` writes its typed form.
 """
 
 import copy
 import dataclasses
 import json
+from pathlib import Path
 
 from training.core.config import size_limits
 from training.core.config.model_arguments import ModelArguments
@@ -259,30 +259,57 @@ def _check_kind_options(recipe):
             )
 
 
+class EarlierForm(RecipeError):
+    """A recipe in the full form of an earlier format: `keys` (`section.key`)
+    of other task kinds than its `kind`, each at its default. `line(path)`
+    is the one-line error naming the file and the command that migrates it."""
+
+    def __init__(self, kind, keys):
+        self.kind, self.keys = kind, keys
+        shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if keys[3:] else "")
+        super().__init__(
+            f"it holds {shown}, which task.kind {kind!r} does not take, at their "
+            "defaults (a recipe of an earlier format, with every key of every "
+            "task kind); expected the keys of its kind alone"
+        )
+
+    def line(self, path):
+        return (
+            f"{str(path)!r} names no typed recipe: {self}: python -m "
+            f"training.migrate {str(Path(path).parent)!r} brings it up to date."
+        )
+
+
 def from_saved(value, kinds):
-    """The `Recipe` a run saved (`recipe.json`), in its typed or its full form.
+    """The `Recipe` a run saved (`recipe.json`).
 
     `value` has the shape of a saved recipe (a name, a scale, the words and
     the three section tables). A key added since the run was trained takes
-    its default (the behaviour the run had); keys of the full form that do
-    not apply are left out (`leave_out_defaults`).
+    its default (the behaviour the run had). An `EarlierForm` for a recipe
+    of the full form (`check_typed`).
     """
     cls = kind_class(value, kinds, value["name"])
     tables = {key: value[key] for key in (*WORDS, *SECTIONS)}
-    return build(
-        leave_out_defaults(tables, cls, kinds), cls, value["name"], value["scale"]
-    )
+    check_typed(tables, kinds)
+    return build(tables, cls, value["name"], value["scale"])
 
 
-def leave_out_defaults(tables, cls, kinds):
-    """`tables` without the keys that do not apply to the kind `cls` and hold
-    their defaults.
+def check_typed(tables, kinds):
+    """An `EarlierForm` if `tables` (of a kind of the registry `kinds`) are
+    of the full form (`full_form_keys`)."""
+    kind = tables.get("task", {}).get("kind")
+    if isinstance(kind, str) and kind in kinds:
+        keys = full_form_keys(tables, kinds[kind], kinds)
+        if keys:
+            raise EarlierForm(kind, keys)
 
-    The full form of a recipe from before recipes were typed: a run's
-    `recipe.json` or a search's `best_recipe.toml` held every key of every
-    kind, each key of another kind (or training option the kind does not
-    take, `KIND_OPTIONS`) at its default. Such a key with another value is
-    kept, for `build` to refuse.
+
+def full_form_keys(tables, cls, kinds):
+    """The `section.key`s of `tables` that the kind `cls` does not take and
+    that hold their defaults of other kinds (or of training options the
+    kind does not take, `KIND_OPTIONS`): what the full form of an earlier
+    format holds beside its kind's keys (`python -m training.migrate` leaves
+    them out). A key with another value is not one: `build` refuses it.
     """
     defaults = {
         "task": _defaults(kinds.values()),
@@ -298,18 +325,15 @@ def leave_out_defaults(tables, cls, kinds):
         "model": set(field_names(cls.model_arguments)),
         "train": set(field_names(TrainOptions)) - set(defaults["train"]),
     }
-    kept = dict(tables)
-    for section in SECTIONS:
-        if not isinstance(tables.get(section), dict):
-            continue
-        kept[section] = {
-            key: item
-            for key, item in tables[section].items()
-            if key in takes[section]
-            or key not in defaults[section]
-            or not _same(item, defaults[section][key])
-        }
-    return kept
+    return [
+        f"{section}.{key}"
+        for section in SECTIONS
+        if isinstance(tables.get(section), dict)
+        for key, item in tables[section].items()
+        if key not in takes[section]
+        and key in defaults[section]
+        and _same(item, defaults[section][key])
+    ]
 
 
 def _same(value, default):
