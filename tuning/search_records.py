@@ -31,6 +31,9 @@ BEST_RECIPE, SUMMARY, TRIALS = "best_recipe.toml", "summary.txt", "trials.json"
 # settings, which mark the folder as a search of ours (only such a folder is
 # deleted by --overwrite) and which a resumed search must repeat.
 SETTINGS = "zoo_search.json"
+# Settings that searches of an earlier format wrote only where they were not
+# their defaults (`python -m training.migrate` writes them in).
+LATER_SETTINGS = ("bidirectional", "recipe_choices", "seeds_per_trial")
 # What `--record` copies: small text files, no weights.
 RECORD_FILES = (SUMMARY, TRIALS, BEST_RECIPE, SETTINGS)
 # The record's folder of Keras Tuner's state (`tuner_state_files`), from
@@ -119,14 +122,8 @@ def best_recipe(tuner, hypermodel, command=None):
     return trial, recipe.with_values(words)
 
 
-def search_settings(
-    recipe, hypermodel, tuner, seed, executions_per_trial, bidirectional=False
-):
-    """What a resumed search must repeat: the recipe and the search space.
-
-    `bidirectional`: whether it was given (it is kept only then, so that
-    searches made before it existed resume).
-    """
+def search_settings(recipe, hypermodel, tuner, seed, executions_per_trial):
+    """What a resumed search must repeat: the recipe and the search space."""
     settings = {
         "recipe": recipe.to_dict(),
         "tuner": tuner,
@@ -139,14 +136,10 @@ def search_settings(
         "param_budget": hypermodel.param_budget,
         "seed": seed,
         "executions_per_trial": executions_per_trial,
+        "bidirectional": hypermodel.bidirectional,
+        "recipe_choices": hypermodel.recipe_choices,
+        "seeds_per_trial": hypermodel.seeds_per_trial,
     }
-    # Set only where used, so that searches made before these existed resume.
-    if bidirectional:
-        settings["bidirectional"] = hypermodel.bidirectional
-    if hypermodel.recipe_choices:
-        settings["recipe_choices"] = hypermodel.recipe_choices
-    if hypermodel.seeds_per_trial > 1:
-        settings["seeds_per_trial"] = hypermodel.seeds_per_trial
     return json.loads(json.dumps(settings))  # tuples as lists, as read back
 
 
@@ -172,6 +165,14 @@ def _read_settings(marker):
             recipes.recipe_loader.check_typed(saved["recipe"], recipes.KINDS)
         except recipes.recipe_loader.EarlierForm as earlier:
             raise ValueError(earlier.line(marker)) from None
+    lacking = [key for key in LATER_SETTINGS if key not in saved]
+    if lacking:
+        raise ValueError(
+            f"{str(marker)!r} lacks {', '.join(lacking)} (the settings of a search "
+            "of an earlier format, which wrote them only where they were not "
+            f"their defaults): python -m training.migrate {str(marker.parent)!r} "
+            "brings it up to date."
+        )
     return saved
 
 

@@ -187,12 +187,7 @@ def prepare(
         resolved, param_budget=param_budget, seeds_per_trial=seeds_per_trial, **space
     )
     settings = records.search_settings(
-        resolved,
-        hypermodel,
-        tuner,
-        seed,
-        executions_per_trial,
-        bidirectional=bidirectional is not None,
+        resolved, hypermodel, tuner, seed, executions_per_trial
     )
     project_dir = Path(directory) / project_name
     after_trial = None

@@ -20,6 +20,7 @@ from training.reproduction.format_migration import BACKUP_FACTS
 from training.runs import run_dirs, run_files, runs
 from training.tasks import make_task, recipes
 from tuning import search_records
+from tuning.hypermodels import RecurrentHyperModel
 
 TOKENS = ["<unk>", "<eos>", "the", "cat"]
 
@@ -391,7 +392,9 @@ def test_a_search_of_the_full_form_is_refused_until_migrated(tmp_path, capsys):
     recipe = recipes.resolve(RECIPE_OF["dyck"], "small", TINY["dyck"])
     project = tmp_path / "search" / "lstm"
     project.mkdir(parents=True)
-    settings = {"recipe": recipe.to_dict(), "tuner": "random", "cells": ["lstm"]}
+    settings = search_records.search_settings(
+        recipe, RecurrentHyperModel(recipe), "random", 0, 1
+    )
     marker = project / search_records.SETTINGS
     marker.write_text(json.dumps({**settings, "recipe": full_form(recipe)}))
     with pytest.raises(ValueError) as error:
@@ -432,3 +435,39 @@ def test_a_search_of_the_full_form_is_refused_until_migrated(tmp_path, capsys):
     search_records.check_project(tmp_path / "search", "lstm", settings, False)
     migrate.main([str(project)])  # again: current
     assert capsys.readouterr().out.startswith("0 of 1 folders migrated")
+
+
+def test_a_search_without_the_settings_at_their_defaults_is_refused_until_migrated(
+    tmp_path, capsys
+):
+    # Searches wrote `bidirectional`, `recipe_choices` and `seeds_per_trial`
+    # only where they were not their defaults.
+    recipe = recipes.resolve(RECIPE_OF["dyck_depth"], "small", TINY["dyck_depth"])
+    settings = search_records.search_settings(
+        recipe, RecurrentHyperModel(recipe), "random", 0, 1
+    )
+    earlier = {
+        key: value
+        for key, value in settings.items()
+        if key not in search_records.LATER_SETTINGS
+    }
+    project = tmp_path / "search" / "lstm"
+    project.mkdir(parents=True)
+    marker = project / search_records.SETTINGS
+    marker.write_text(json.dumps(earlier, indent=2) + "\n")
+    with pytest.raises(ValueError) as error:
+        search_records.check_project(tmp_path / "search", "lstm", settings, False)
+    assert str(error.value) == (
+        f"{str(marker)!r} lacks bidirectional, recipe_choices, seeds_per_trial (the "
+        "settings of a search of an earlier format, which wrote them only where "
+        "they were not their defaults): python -m training.migrate "
+        f"{str(project)!r} brings it up to date."
+    )
+    migrate.main([str(project)])
+    assert capsys.readouterr().out == (
+        f"{project}: {search_records.SETTINGS}: bidirectional, recipe_choices, "
+        "seeds_per_trial written at the search's values\n"
+        "1 of 1 folders migrated; the others were current\n"
+    )
+    assert json.loads(marker.read_text()) == settings  # what the search writes now
+    search_records.check_project(tmp_path / "search", "lstm", settings, False)

@@ -272,7 +272,9 @@ def test_a_killed_search_resumes_from_its_record_alone(
 def test_a_record_of_other_settings_is_refused(tmp_path, capsys):
     record = tmp_path / "record"
     record.mkdir()
-    (record / search_records.SETTINGS).write_text(json.dumps({"tuner": "bayesian"}))
+    other = {"tuner": "bayesian", "bidirectional": [False], "recipe_choices": {}}
+    other["seeds_per_trial"] = 1  # every key a search writes: these are current
+    (record / search_records.SETTINGS).write_text(json.dumps(other))
     with pytest.raises(SystemExit) as exit_info:
         run(tmp_path / "runs", "--record", str(record))
     assert exit_info.value.code == 2

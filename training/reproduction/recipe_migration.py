@@ -43,18 +43,48 @@ def migrate_recipe_form(path):
 
 
 def migrate_search_settings(folder):
-    """Writes the recipe of a search's settings in `folder` (`SEARCH_SETTINGS`)
-    in its typed form where it is of the full form; what it changed."""
+    """Writes a search's settings in `folder` (`SEARCH_SETTINGS`) with its
+    recipe in its typed form where it is of the full form, and with the
+    settings an earlier search wrote only where they were not their defaults
+    (`_later_settings`); what it changed."""
     path = Path(folder) / SEARCH_SETTINGS
     settings = runs.read_json(path) if path.is_file() else None
-    recipe = settings.get("recipe") if isinstance(settings, dict) else None
-    keys = _full_form_keys(recipe)
-    if not keys:
+    if not isinstance(settings, dict):
         return None
-    typed = _typed(recipe, keys)
-    _check_typed(typed, recipe, keys, path)
-    write_atomically(path, json.dumps({**settings, "recipe": typed}, indent=2) + "\n")
-    return f"{path.name}: its recipe {_left_out(keys)}"
+    recipe = settings.get("recipe")
+    keys = _full_form_keys(recipe)
+    done, migrated = [], dict(settings)
+    if keys:
+        typed = _typed(recipe, keys)
+        _check_typed(typed, recipe, keys, path)
+        migrated["recipe"] = typed
+        done.append(f"its recipe {_left_out(keys)}")
+    added = {k: v for k, v in _later_settings(migrated).items() if k not in settings}
+    if added:
+        migrated.update(added)
+        done.append(f"{', '.join(added)} written at the search's values")
+    if not done:
+        return None
+    write_atomically(path, json.dumps(migrated, indent=2) + "\n")
+    return f"{path.name}: {'; '.join(done)}"
+
+
+def _later_settings(settings):
+    """The values a search of an earlier format had for the settings it wrote
+    only where they were not their defaults (`tuning.search_records.
+    LATER_SETTINGS`, the floor above's): whether its layers were
+    bidirectional, as the recipe says when the search was not told (as a
+    list of choices), no recipe keys searched and one seed a trial."""
+    recipe = settings.get("recipe")
+    model = recipe.get("model") if isinstance(recipe, dict) else None
+    bidirectional = (
+        model.get("bidirectional", False) if isinstance(model, dict) else False
+    )
+    return {
+        "bidirectional": [bidirectional],
+        "recipe_choices": {},
+        "seeds_per_trial": 1,
+    }
 
 
 def migrate_recipe_files(folder):
