@@ -1,7 +1,10 @@
+import shutil
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import pytest
 
-from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe, train_text_run
+from tests.training.tiny import TEXT, TINY_TABLE, tiny_recipe
 from training.core import plots
 from training.data import (
     blimp_sentences,
@@ -50,11 +53,22 @@ def dyck_run(tiny_runs):
 
 
 @pytest.fixture(scope="session")
-def language_model_run(tmp_path_factory):
-    """A finished tiny language-model run whose corpus file has been deleted."""
+def language_model_run(tmp_path_factory, tiny_runs):
+    """A finished tiny language-model run whose corpus file has been deleted.
+
+    `tiny_runs`' language model, copied into a folder of its own and told
+    its corpus is `TEXT` in a file there, which is then deleted: the run
+    `train_text_run` trains there, file for file, without training it again
+    (training reads the text, not the file's name).
+    """
     folder = tmp_path_factory.mktemp("language_model")
-    run_dir = train_text_run(folder)
-    (folder / "corpus.txt").unlink()  # what follows needs the run, not the corpus
+    corpus = folder / "corpus.txt"
+    corpus.write_text(TEXT)
+    run_dir = Path(shutil.copytree(tiny_runs("language_model")[1], folder / "run"))
+    recipe = runs.read_recipe(run_dir / runs.RECIPE)
+    moved = recipe.with_values({"task.corpus": f"file:{corpus}"})
+    runs.write_json(run_dir / runs.RECIPE, moved.to_dict())
+    corpus.unlink()  # what follows needs the run, not the corpus
     return run_dir
 
 

@@ -282,12 +282,13 @@ def test_refusals_write_nothing(dyck_run, tmp_path, capsys):
     assert [p.name for p in (tmp_path / "taken").iterdir()] == ["notes.txt"]
 
 
-def test_a_language_model_card_shows_its_trigram_baseline_and_a_sample(tmp_path):
-    from tests.training.tiny import train_text_run
+def test_a_language_model_card_shows_its_trigram_baseline_and_a_sample(
+    tiny_runs, tmp_path
+):
     from training.data import ngram_baseline
     from training.tasks import make_task
 
-    run_dir = train_text_run(tmp_path)
+    _, run_dir, _ = tiny_runs("language_model")  # its corpus beside it; only read
     card = preset_builder.save_preset(run_dir, tmp_path / "preset")
     file_schema.check(card, card_schema.CARD, tmp_path / "card.json")
     run = runs.load_run(run_dir)

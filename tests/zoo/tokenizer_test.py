@@ -87,16 +87,21 @@ def test_characters_are_tokens_and_a_newline_one_without_eos():
 def test_in_a_graph_ids_are_the_same_and_an_unknown_token_is_named():
     tokenizer = ptb_characters()
 
-    @tf.function
-    def ids(texts, on_unknown):
-        return tokenizer.id_tensor(texts, on_unknown)
+    def in_graph(on_unknown):
+        """`id_tensor` in a graph traced once for batches of any size."""
+        return tf.function(
+            lambda texts: tokenizer.id_tensor(texts, on_unknown),
+            input_signature=[tf.TensorSpec([None], tf.string)],
+        )
 
+    ids = in_graph("error")
     texts = ["The company said.", "xq zzv qqq", ""]
-    assert ids(tf.constant(texts), "error").to_list() == tokenizer(texts)
+    assert ids(tf.constant(texts)).to_list() == tokenizer(texts)
     with pytest.raises(tf.errors.InvalidArgumentError) as error:
-        ids(tf.constant(["fine", "Café @home, café!"]), "error")
+        ids(tf.constant(["fine", "Café @home, café!"]))
     assert tokenizer.unknown_message("`é`, `@`") in str(error.value)
-    served = ids(tf.constant(["Café @home"]), "unk").to_list()
+    assert ids.experimental_get_tracing_count() == 1
+    served = in_graph("unk")(tf.constant(["Café @home"])).to_list()
     assert served == tokenizer(["Café @home"], on_unknown="unk")
     # Lines end with <eos> when asked, as the training text's do.
     ended = tokenizer.id_tensor(tf.constant(["ab", "a\n", ""]), end_lines=True)

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from tests.training.tiny import tiny_recipe
+from tests.training.tiny import TEXT, tiny_recipe
 from training.core import compile_mode, fitting, sampled_softmax
 from training.core.sampled_softmax import (
     LogUniformSampler,
@@ -251,19 +251,30 @@ def full_validation_loss(task, path):
     return model.evaluate(task.validation_data(), verbose=0)
 
 
-def test_a_sampled_run_lowers_and_logs_the_full_validation_loss(text_file, tmp_path):
-    recipe = tiny_recipe(
-        "language_model",
-        text_file,
-        ["train.sampled_softmax=3", "train.epochs=4", "train.learning_rate=0.01"],
-    )
+# The sampled run the two tests below read: 3 sampled classes, epochs of 30
+# of the text's 62 batches (a resumed epoch 1 begins inside a pass over it).
+SAMPLED = ["train.sampled_softmax=3", "train.epochs=3", "train.learning_rate=0.01"]
+SAMPLED += ["train.max_steps_per_epoch=30"]
+
+
+@pytest.fixture(scope="module")
+def sampled_run(tmp_path_factory):
+    """`(recipe, run directory, metrics)` of the tiny sampled language-model
+    run, trained once (its corpus beside it)."""
+    folder = tmp_path_factory.mktemp("sampled")
+    corpus = folder / "corpus.txt"
+    corpus.write_text(TEXT)
+    recipe = tiny_recipe("language_model", corpus, SAMPLED)
+    return recipe, folder / "run", runs.train_run(recipe, folder / "run")
+
+
+def test_a_sampled_run_lowers_and_logs_the_full_validation_loss(sampled_run):
+    recipe, run_dir, metrics = sampled_run
     task = make_task(recipe)
     keras.utils.set_random_seed(recipe.train.seed)
     untrained = task.build_model()
     untrained.compile(**task.compile_arguments())
     before = untrained.evaluate(task.validation_data(), verbose=0)
-    run_dir = tmp_path / "run"
-    metrics = runs.train_run(recipe, run_dir)
     rows = logged(run_dir)
     best = min(row["val_loss"] for row in rows)
     assert best < before - 0.3  # the sampled training lowers the full loss
@@ -283,16 +294,13 @@ def test_a_sampled_run_lowers_and_logs_the_full_validation_loss(text_file, tmp_p
         np.testing.assert_array_equal(a, b)
 
 
-def test_a_resumed_sampled_run_ends_like_an_uninterrupted_one(text_file, tmp_path):
+def test_a_resumed_sampled_run_ends_like_an_uninterrupted_one(sampled_run, tmp_path):
     # The sampler's seed state is in the backup: the epochs after the resume
     # draw the classes the uninterrupted run drew, and the dropout masks
-    # (output dropout 0.25). Epochs of 30 of the text's 62 batches: the
-    # resumed epoch 1 begins inside a pass over the text.
-    overrides = ["train.sampled_softmax=3", "train.epochs=3"]
-    overrides += ["train.max_steps_per_epoch=30"]
-    recipe = tiny_recipe("language_model", text_file, overrides)
+    # (output dropout 0.25). The resumed epoch 1 begins inside a pass over
+    # the text (`SAMPLED`).
+    recipe, run_dir, uninterrupted = sampled_run
     assert recipe.model.output_dropout > 0
-    uninterrupted = runs.train_run(recipe, tmp_path / "a")
 
     class Kill(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -302,7 +310,7 @@ def test_a_resumed_sampled_run_ends_like_an_uninterrupted_one(text_file, tmp_pat
     with pytest.raises(RuntimeError, match="killed"):
         runs.train_run(recipe, tmp_path / "b", callbacks=[Kill()])
     assert runs.train_run(recipe, tmp_path / "b") == uninterrupted
-    logs = [(tmp_path / d / runs.LOG).read_text() for d in ("a", "b")]
+    logs = [(path / runs.LOG).read_text() for path in (run_dir, tmp_path / "b")]
     assert logs[0] == logs[1]
 
 
