@@ -23,6 +23,7 @@ LOADER = (
     "training.core.config.recipe_loader",
     "training.tasks.recipes",
     "training.reproduction.format_migration",
+    "training.reproduction.recipe_migration",
 )
 # Names a recipe or a section of one goes by.
 RECIPE_NAMES = ("recipe", "train", "task", "model")
