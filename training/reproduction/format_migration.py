@@ -30,6 +30,11 @@ files are migrated after a merge by running it again
   read back as the reader now reads it, the same recipe
   (`Recipe.run_identity`), before it is written. Readers now refuse the
   full form (`recipe_loader.EarlierForm`).
+- Searches' settings from before they held every setting (issue 58):
+  `bidirectional`, `recipe_choices` and `seeds_per_trial` were written only
+  where they were not their defaults. `migrate_search_settings` writes them
+  in at the values the search had; a resumed search refuses settings
+  without them.
 - Vocabularies from before they named their text conventions (issue 58):
   `vocabulary.json` without a `conventions` key, which readers filled in
   from the task (the recipe corpus's, BLiMP's, or none). `migrate_vocabulary`

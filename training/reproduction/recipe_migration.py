@@ -8,8 +8,10 @@ Readers now refuse that form in one line (`recipe_loader.EarlierForm`);
 `python -m training.migrate` writes each such file without those keys, read
 back first as the reader now reads it and checked to be the recipe the
 earlier reader read (`Recipe.run_identity`, by which records are found).
-A file already typed is left as it is. Each `migrate_*` returns what it
-changed, in a few words, or None.
+A file already typed is left as it is. A search's settings also gain the
+settings earlier searches wrote only where they were not their defaults
+(`_later_settings`). Each `migrate_*` returns what it changed, in a few
+words, or None.
 """
 
 import json
