@@ -1,4 +1,5 @@
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import pytest
 import scipy.stats
 
 from tests.training.migrate_test import refused_until_migrated
+from tests.training.runs.probe_run_dirs_test import children, interrupt_alone, running
 from tests.training.tiny import TINY_RECOGNITION, TINY_TABLE
 from training import reproduce, train
 from training.core import compile_mode
@@ -621,8 +623,11 @@ def test_runs_resumes_after_a_kill_and_aggregates(tiny_table, tmp_path):
         assert runner.poll() is None, runner.stdout.read()
         assert time.monotonic() < deadline
         time.sleep(0.2)
-    os.killpg(runner.pid, signal.SIGKILL)  # the runner and its training child
+    child = children(runner.pid)
+    os.killpg(runner.pid, signal.SIGKILL)  # the runner; its child trains on
     runner.wait()
+    for pid in child:  # a process group of its own: killed as well
+        os.kill(pid, signal.SIGKILL)
     finished = (first / "metrics.json").stat().st_mtime_ns
     assert not (out / "tiny.md").exists()
 
@@ -645,6 +650,35 @@ def test_runs_resumes_after_a_kill_and_aggregates(tiny_table, tmp_path):
     assert "| small | 50.00 / 60.00 |" in (out / "tiny.md").read_text()
     # a line per run it trained
     assert re.findall(r"^\w+ seed \d+: ", output, re.MULTILINE) == ["wide seed 0: "]
+
+
+@pytest.mark.processes
+def test_sigint_to_the_runner_alone_stops_its_run_and_lets_go_of_it(
+    tiny_table, tmp_path
+):
+    # `kill -INT` to the runner alone once left its training child running,
+    # holding the run's lock; the signal is passed on, and only once. One
+    # row of the tiny table that trains until it is stopped.
+    long = TINY_TABLE.split("[[row]]")[0] + (
+        '[[row]]\nname = "small"\nrecipe = "tiny_dyck_lstm"\n'
+        'overrides = ["train.epochs=100000", "train.early_stopping_patience=100000"]\n'
+    )
+    tiny_table.write_text(long)
+    out = tmp_path / "out"
+    first = out / "runs" / "small" / "seed-0"
+    runner = _runner(tiny_table, out, "--seeds", "1", "--jobs", "1")
+    # Once an epoch of the run is backed up.
+    output, _, trainings = interrupt_alone(runner, (first / "backup").exists)
+    assert len(trainings) == 1, trainings
+    assert runner.returncode == 130, output
+    assert not running(trainings[0])
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert lines[-2] == "small seed 0: stopped; the same command resumes it", lines
+    assert lines[-1].startswith("python -m training.reproduce: interrupted; "), lines
+    assert "Traceback" not in output
+    assert (first / "backup").exists() and not (first / "metrics.json").exists()
+    with open(first / table_runs.LOCK, "a") as lock:  # let go: the run resumes
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 class Killed:

@@ -10,13 +10,22 @@ is recorded (`training.reproduction.records`) once it is read back whole (`damag
 says why not; `record_finished` sets a damaged one aside to be trained
 again). `aggregate` writes `OUT/TABLE.md` and `OUT/TABLE.json` from the
 records. `python -m training.reproduce` is the command over these.
+
+A SIGINT or SIGTERM to the process running `execute` is passed on to every
+run training (`STOPS`), which backs up and stops as at a Ctrl-C; each run
+trains in a process group of its own, so a Ctrl-C at the terminal reaches it
+once, through the runner (a second one during its backup would cut the
+backup short). A runner killed outright (SIGKILL) leaves its runs training,
+holding their locks, as before.
 """
 
 import contextlib
 import fcntl
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -30,6 +39,7 @@ TIMING = records.TIMING
 LOCK = ".lock"
 LOG = "train.log"
 DAMAGED = ".damaged"
+STOPS = (signal.SIGINT, signal.SIGTERM)  # passed on to the runs training
 
 
 def finished(run):
@@ -261,7 +271,15 @@ class Job:
             stdin=subprocess.DEVNULL,
             env=environment,
             pass_fds=(self.lock.fileno(),),
+            process_group=0,  # a terminal's Ctrl-C reaches it through `execute`
         )
+        self.stopped = False
+
+    def stop(self, signum):
+        """Passes `signum` on to the training process, once."""
+        if not self.stopped and self.process.poll() is None:
+            self.stopped = True
+            self.process.send_signal(signum)
 
     def finish(self):
         """Records the time spent; True on success. The lock stays held."""
@@ -306,43 +324,84 @@ def execute(
     programs there and load those that an earlier run compiled
     (`compile_mode.xla_cache_flags`).
 
-    A run whose directory another process has locked is left to it.
+    A run whose directory another process has locked is left to it. A
+    SIGINT or SIGTERM (`STOPS`, in the main thread) is passed on to the runs
+    training and starts no other; once they have stopped, each said in a
+    line, `execute` raises `KeyboardInterrupt`.
 
     Returns:
         The runs that failed (or finished unreadable).
     """
     queue = list(pending)
-    active, failed = [], []
-    while queue or active:
-        while queue and len(active) < jobs:
-            run = queue.pop(0)
-            if finished(run):
-                continue
-            try:
-                active.append(Job(run, threads, backend, xla_cache))
-            except BlockingIOError:
-                report(f"{run.row.name} seed {run.seed}: trained by another process")
-        time.sleep(0.2)
-        for job in [job for job in active if job.process.poll() is not None]:
-            active.remove(job)
-            name = f"{job.run.row.name} seed {job.run.seed}"
-            try:
-                if not job.finish():
-                    failed.append(job.run)
+    active, failed, stops = [], [], []
+
+    def stop(signum, frame):
+        stops.append(signum)
+        for job in active:
+            job.stop(signum)
+
+    with _handling(STOPS, stop):
+        while (queue and not stops) or active:
+            while queue and not stops and len(active) < jobs:
+                run = queue.pop(0)
+                if finished(run):
+                    continue
+                try:
+                    active.append(Job(run, threads, backend, xla_cache))
+                except BlockingIOError:
                     report(
-                        f"{name}: failed (exit {job.process.returncode}); see "
-                        f"{job.run.run_dir / LOG}"
+                        f"{run.row.name} seed {run.seed}: trained by another process"
                     )
-                    continue
-                reason = _record(table, job.run, results_dir)
-                if reason is not None:
-                    failed.append(job.run)
-                    report(f"{name}: finished but not recorded ({reason})")
-                    continue
-            finally:
-                job.release()
-            report(_line(table, job.run))
+            for job in active if stops else ():  # one started as the signal came
+                job.stop(stops[0])
+            time.sleep(0.2)
+            for job in [job for job in active if job.process.poll() is not None]:
+                active.remove(job)
+                _settled(table, job, results_dir, report, failed)
+    if stops:
+        raise KeyboardInterrupt
     return failed
+
+
+def _settled(table, job, results_dir, report, failed):
+    """Records the ended `job`'s run, or says why not (adding it to `failed`)."""
+    name = f"{job.run.row.name} seed {job.run.seed}"
+    try:
+        if not job.finish():
+            failed.append(job.run)
+            if job.stopped:
+                report(f"{name}: stopped; the same command resumes it")
+            else:
+                report(
+                    f"{name}: failed (exit {job.process.returncode}); see "
+                    f"{job.run.run_dir / LOG}"
+                )
+            return
+        reason = _record(table, job.run, results_dir)
+        if reason is not None:
+            failed.append(job.run)
+            report(f"{name}: finished but not recorded ({reason})")
+            return
+    finally:
+        job.release()
+    report(_line(table, job.run))
+
+
+@contextlib.contextmanager
+def _handling(signals, handler):
+    """`handler` for each of `signals` within the block, in the main thread
+    (the one signals reach; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.getsignal(number) for number in signals}
+    try:
+        for number in signals:
+            signal.signal(number, handler)
+        yield
+    finally:
+        for number, handling in previous.items():
+            signal.signal(number, handling)
 
 
 def aggregate(table, results_dir, out, seeds):

@@ -646,6 +646,27 @@ def running(pid):
     return status.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def interrupt_alone(process, started, timeout=240):
+    """Waits until `started()`, sends SIGINT to `process` alone and waits for
+    it; returns its `(stdout, stderr)` and the children it had when
+    signalled. Whatever of them still runs then is killed."""
+    found = []
+    try:
+        deadline = time.monotonic() + timeout
+        while not started():
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        found = children(process.pid)
+        os.kill(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        for pid in [process.pid, *found]:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        process.wait()
+    return out, err, found
+
+
 @pytest.mark.processes
 def test_probe_sigint_to_the_protocol_driver_alone_stops_its_search(tmp_path):
     # Issue 62, case 9: `kill -INT` to the tuning.protocol driver alone was
@@ -664,22 +685,10 @@ def test_probe_sigint_to_the_protocol_driver_alone_stops_its_search(tmp_path):
         driver = subprocess.Popen(
             command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-    searches = []
-    try:
-        deadline = time.monotonic() + 240
-        project = tmp_path / "runs" / "stack_d2" / "gru"
-        while not list(project.glob("trial_*")):  # the search's trial has begun
-            assert driver.poll() is None and time.monotonic() < deadline
-            time.sleep(0.2)
-        searches = children(driver.pid)
-        assert len(searches) == 1, searches
-        os.kill(driver.pid, signal.SIGINT)  # the driver alone
-        out, err = driver.communicate(timeout=120)
-    finally:
-        for pid in [driver.pid, *searches]:
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
-        driver.wait()
+    project = tmp_path / "runs" / "stack_d2" / "gru"
+    # Once the search's trial has begun.
+    out, err, searches = interrupt_alone(driver, lambda: list(project.glob("trial_*")))
+    assert len(searches) == 1, searches
     assert driver.returncode == 130, err.decode()[-2000:]
     assert not running(searches[0])
     assert err.decode().strip() == "", err.decode()[-2000:]  # no traceback
