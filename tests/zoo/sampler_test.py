@@ -150,3 +150,15 @@ def test_jax_samples_in_lax_while_loop_as_tensorflow_does(tmp_path):
     assert ran["lengths"] == greedy.lengths.tolist()
     assert ran["seeded"] == ran["seeded_again"] != ran["other_seed"]
     assert ran["while_loop"]  # the jitted program holds one lax.while_loop
+
+
+def test_likeliest_keeps_each_rows_top_k_and_all_of_them_at_the_vocabulary():
+    from zoo.sampler import likeliest
+
+    scaled = np.array([[0.5, 2.0, -1.0, 2.0], [3.0, 1.0, 2.0, 0.0]], "float32")
+    two = keras.ops.convert_to_numpy(likeliest(scaled, 2))
+    assert np.isinf(two).tolist() == [
+        [True, False, True, False],
+        [False, True, False, True],
+    ]
+    assert (keras.ops.convert_to_numpy(likeliest(scaled, 4)) == scaled).all()
