@@ -4,7 +4,7 @@
         [--models mlstm_ptb_char mlstm161 lstm256]
         [--rows compiled compiled_jax serve_step serve_generate litert
                 torch_eager torch_script] [--batches 1 64] [--steps 1000]
-        [--rounds 3]
+        [--rounds 3] [--threads 1]
 
 Models (vocabulary V = the `mlstm_ptb_char` preset's 51 tokens):
 - `mlstm_ptb_char`: the preset (an mLSTM of 512 units, 1.67M parameters);
@@ -33,7 +33,8 @@ seconds / steps, one step of the whole batch):
 Every row runs in its own process (TensorFlow and torch in one process end
 in a segmentation fault here), on one thread (TensorFlow's pools, XLA's CPU
 runtime without Eigen threads, `torch.set_num_threads(1)`, LiteRT's
-`num_threads=1`); each row is timed after one untimed run of the same shape
+`num_threads=1`; `--threads N`: N threads each, and XLA's Eigen threads);
+each row is timed after one untimed run of the same shape
 (the compilation), and the rows take turns within each of `--rounds`
 rounds; the best round is printed. benchmarks/README.md ("Generation")
 has a run.
@@ -57,13 +58,29 @@ ROWS = (
     "torch_eager",
     "torch_script",
 )
-ONE_THREAD = {
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
-    "TF_NUM_INTRAOP_THREADS": "1",
-    "TF_NUM_INTEROP_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "TF_CPP_MIN_LOG_LEVEL": "3",
-}
+
+
+def thread_environment(threads):
+    """A worker's environment for `threads` threads (1: XLA's CPU runtime
+    without Eigen threads too)."""
+    environment = {
+        "TF_NUM_INTRAOP_THREADS": str(threads),
+        "TF_NUM_INTEROP_THREADS": str(threads),
+        "OMP_NUM_THREADS": str(threads),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
+    if threads == 1:
+        environment["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
+    return environment
+
+
+def tensorflow_threads(threads):
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
 NEEDS_EXPORT = ("serve_step", "serve_generate", "litert")
 VOCABULARY = os.path.join(
     os.path.dirname(__file__),
@@ -97,11 +114,8 @@ def timed(run):
     return time.perf_counter() - start
 
 
-def time_compiled(model_name, batch, steps):
-    import tensorflow as tf
-
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+def time_compiled(model_name, batch, steps, threads):
+    tensorflow_threads(threads)
     import zoo
 
     model = keras_model(model_name)
@@ -109,7 +123,7 @@ def time_compiled(model_name, batch, steps):
     return timed(lambda: zoo.generate(model, prompts, steps, top_k=None, seed=0))
 
 
-def time_serving(row, export, batch, steps):
+def time_serving(row, export, batch, steps, threads):
     import numpy as np
 
     if row == "litert":
@@ -117,7 +131,7 @@ def time_serving(row, export, batch, steps):
 
         interpreter = Interpreter(
             os.path.join(export, "serve_step.tflite"),
-            num_threads=1,
+            num_threads=threads,
             experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
         )
         step = interpreter.get_signature_runner()
@@ -129,8 +143,7 @@ def time_serving(row, export, batch, steps):
     else:
         import tensorflow as tf
 
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
+        tensorflow_threads(threads)
         loaded = tf.saved_model.load(export)
         if row == "serve_generate":
             texts = tf.constant(["t"] * batch)
@@ -163,10 +176,10 @@ def time_serving(row, export, batch, steps):
     return timed(run)
 
 
-def time_torch(row, units, vocab, batch, steps):
+def time_torch(row, units, vocab, batch, steps, threads):
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     torch.manual_seed(0)
 
     class Sampler(torch.nn.Module):
@@ -200,20 +213,21 @@ def worker(args):
         saved_model.export_run("preset:mlstm_ptb_char", args.export, litert=True)
         return None
     if args.row in ("compiled", "compiled_jax"):
-        return time_compiled(args.model, args.batch, args.steps)
+        return time_compiled(args.model, args.batch, args.steps, args.threads)
     if args.row in NEEDS_EXPORT:
-        return time_serving(args.row, args.export, args.batch, args.steps)
+        return time_serving(args.row, args.export, args.batch, args.steps, args.threads)
     units = {"mlstm_ptb_char": 512, "mlstm161": 161, "lstm256": 256}[args.model]
-    return time_torch(args.row, units, args.vocab, args.batch, args.steps)
+    return time_torch(args.row, units, args.vocab, args.batch, args.steps, args.threads)
 
 
 def run_worker(row, model, batch, args, export):
-    environment = {**os.environ, **ONE_THREAD}
+    environment = {**os.environ, **thread_environment(args.threads)}
     if row == "compiled_jax":
         environment["KERAS_BACKEND"] = "jax"
     command = [sys.executable, __file__, "--worker", row, "--model", model]
     command += ["--batch", str(batch), "--steps", str(args.steps)]
     command += ["--export", export, "--vocab", str(args.vocab)]
+    command += ["--threads", str(args.threads)]
     done = subprocess.run(command, env=environment, capture_output=True, text=True)
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -239,6 +253,7 @@ def main():
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 64])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--worker", dest="row", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
@@ -261,7 +276,8 @@ def main():
         ),
         platform.processor(),
     )
-    print(f"CPU: {cpu}; one thread a row; {args.steps} steps after a 1-token prompt")
+    threads = "one thread" if args.threads == 1 else f"{args.threads} threads"
+    print(f"CPU: {cpu}; {threads} a row; {args.steps} steps after a 1-token prompt")
     with tempfile.TemporaryDirectory() as folder:
         export = os.path.join(folder, "export")
         if any(row in NEEDS_EXPORT for row in args.rows):
