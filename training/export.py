@@ -1,13 +1,15 @@
 """Exports a trained run as a SavedModel for inference.
 
-    python -m training.export RUN_DIR OUT_DIR [--litert]
+    python -m training.export RUN_DIR OUT_DIR [--litert] [--onnx]
 
 RUN_DIR may be a preset: `preset:NAME` (`zoo.presets.available()`) or
 `preset:PATH`. The library function behind it is
 `training.runs.saved_model.export_run`, whose module describes the SavedModel's
 endpoints (`serve`, `serve_text`, the streaming ones) and how a process on
 another Keras backend writes it. `--litert` adds `serve_step.tflite`
-(`training.runs.litert`), the step at batch 1 in LiteRT builtin ops.
+(`training.runs.litert`), the step at batch 1 in LiteRT builtin ops;
+`--onnx` adds `serve_step.onnx` (`training.runs.onnx_step`), the same step
+for ONNX Runtime.
 
 A run whose training has not finished (interrupted: it holds `backup/`) is
 exported all the same, its best model so far, with one line on stderr
@@ -39,13 +41,20 @@ def main(argv=None):
         action="store_true",
         help="also write OUT_DIR/serve_step.tflite: the step, builtin ops only",
     )
+    parser.add_argument(
+        "--onnx",
+        action="store_true",
+        help="also write OUT_DIR/serve_step.onnx: the step, for ONNX Runtime",
+    )
     args = parser.parse_args(argv)
     try:
         command_line.start_tensorflow()
         from training.runs import run_dirs, runs, saved_model
 
         why = run_dirs.why_unfinished(runs.check_run(args.run_dir))
-        path = saved_model.export_run(args.run_dir, args.out_dir, args.litert)
+        path = saved_model.export_run(
+            args.run_dir, args.out_dir, args.litert, args.onnx
+        )
     except KeyboardInterrupt:
         parser.exit(130, f"{parser.prog}: interrupted; {args.out_dir} is as it was\n")
     except (ValueError, OSError) as error:

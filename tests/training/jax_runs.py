@@ -15,8 +15,9 @@ TensorFlow in the test process:
   (`tests.zoo.backend_runs.stateful_checks`, which torch runs too);
 - each run's predictions on fixed ids, the language model's token losses
   (state carried), its dynamic evaluation, sentence scores and a sample;
-- `OUT/dyck_saved`: the Dyck run exported from this (JAX) process, which
-  writes it in a TensorFlow subprocess; its summary line is printed.
+- `OUT/dyck_saved`: the Dyck run exported from this (JAX) process with
+  `--litert`, which writes it in a TensorFlow subprocess; its summary line
+  is printed.
 """
 
 import json
@@ -93,7 +94,10 @@ def main(out):
     # draws do too (zoo.sampler); the likeliest tokens must not.
     sample = generation.generate(lm_run, PROMPT, 6, top_k=1)
     (out / "sample.json").write_text(json.dumps(sample))
-    print(saved_model.summary(saved_model.export_run(out / "dyck", out / "dyck_saved")))
+    # --litert too: the TensorFlow subprocess that writes the export must
+    # write what was asked of it (it once dropped the flag).
+    saved = saved_model.export_run(out / "dyck", out / "dyck_saved", litert=True)
+    print(saved_model.summary(saved))
 
 
 if __name__ == "__main__":

@@ -14,13 +14,18 @@ op outside the builtins is a one-line `ValueError` naming the cell.
 import tensorflow as tf
 
 
-def write_step(saved_model_dir, path, cell="the model", batch_size=1):
-    """Writes the `.tflite` of the export's `serve_step` to `path`."""
+def static_step(saved_model_dir, cell="the model", batch_size=1, runtime="LiteRT"):
+    """The export's `serve_step` as a `tf.function` at a static batch.
+
+    Returns `(loaded, function)`: the loaded SavedModel (which holds the
+    variables) and the step, its inputs and outputs under `serve_step`'s
+    names. The one place the LiteRT and ONNX files get their step from.
+    """
     loaded = tf.saved_model.load(str(saved_model_dir))
     if "serve_step" not in loaded.signatures:
         raise ValueError(
             f"The export of {cell} has no serve_step (a classifier or a "
-            "bidirectional tagger): nothing to convert for LiteRT."
+            f"bidirectional tagger): nothing to convert for {runtime}."
         )
     step = loaded.signatures["serve_step"]
     specs = {
@@ -31,7 +36,17 @@ def write_step(saved_model_dir, path, cell="the model", batch_size=1):
     def fixed(*args):
         return step(**dict(zip(specs, args, strict=True)))
 
-    function = tf.function(fixed, input_signature=list(specs.values()))
+    return loaded, tf.function(fixed, input_signature=list(specs.values()))
+
+
+def last_line(error):
+    """A converter's error as its last line (their messages run long)."""
+    return (str(error).strip().splitlines()[-1:] or ["no message"])[0]
+
+
+def write_step(saved_model_dir, path, cell="the model", batch_size=1):
+    """Writes the `.tflite` of the export's `serve_step` to `path`."""
+    loaded, function = static_step(saved_model_dir, cell, batch_size)
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         [function.get_concrete_function()], loaded
     )
@@ -39,10 +54,9 @@ def write_step(saved_model_dir, path, cell="the model", batch_size=1):
     try:
         flat = converter.convert()
     except Exception as error:  # the converter raises its own error classes
-        last = str(error).strip().splitlines()[-1:] or ["no message"]
         raise ValueError(
             f"The step of {cell} cannot be expressed in LiteRT builtin ops "
-            f"(tf.lite.OpsSet.TFLITE_BUILTINS): {last[0]}"
+            f"(tf.lite.OpsSet.TFLITE_BUILTINS): {last_line(error)}"
         ) from None
     with open(path, "wb") as file:
         file.write(flat)

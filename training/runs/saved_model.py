@@ -64,6 +64,7 @@ import keras
 from training.core import backends, interrupts
 from training.runs import run_dirs, run_files, runs, streaming
 from training.runs.litert import write_step
+from training.runs.onnx_step import write_onnx
 from zoo import serving
 
 # What an unknown token's error adds (the endpoints are the model class's).
@@ -96,10 +97,11 @@ def export_model(model, tokenizer, path, start_id=None, task=None):
 
 
 LITERT_FILE = "serve_step.tflite"  # `--litert`: training.runs.litert
+ONNX_FILE = "serve_step.onnx"  # `--onnx`: training.runs.onnx_step
 MARKER = "zoo_export.json"  # what marks a folder as an export of `export_run`
 
 
-def export_run(run_dir, out_dir, litert=False):
+def export_run(run_dir, out_dir, litert=False, onnx=False):
     """Exports the best model of a run directory; returns the SavedModel path.
 
     The SavedModel is written into a folder of this process's own beside
@@ -113,7 +115,7 @@ def export_run(run_dir, out_dir, litert=False):
     subprocess (`export_in_tensorflow`); `summary(path)` says which.
     """
     if not backends.is_tensorflow():
-        return export_in_tensorflow(run_dir, out_dir)
+        return export_in_tensorflow(run_dir, out_dir, litert, onnx)
     out_dir = Path(out_dir)
     run_files.check_target(out_dir, "export target")
     if out_dir.exists() and not out_dir.is_dir():
@@ -139,9 +141,11 @@ def export_run(run_dir, out_dir, litert=False):
                 start_id=run.task.start_id,
                 task=run.task,
             )
+            cell = f"cell {run.recipe.model.cell!r}"
             if litert:  # inside the folder before it moves: no partial file
-                cell = f"cell {run.recipe.model.cell!r}"
                 write_step(partial, partial / LITERT_FILE, cell)
+            if onnx:
+                write_onnx(partial, partial / ONNX_FILE, cell)
             marker = {"run_dir": str(source), "backend": "tensorflow"}
             runs.write_json(partial / MARKER, marker)
             interrupts.raise_if_noted()
@@ -154,7 +158,7 @@ def _is_export(folder):
     return (Path(folder) / MARKER).is_file()
 
 
-def export_in_tensorflow(run_dir, out_dir):
+def export_in_tensorflow(run_dir, out_dir, litert=False, onnx=False):
     """`export_run` in a `python -m training.export` subprocess on TensorFlow.
 
     For a process whose Keras runs on another backend (the backend is fixed
@@ -165,6 +169,7 @@ def export_in_tensorflow(run_dir, out_dir):
     `ValueError` with its last line.
     """
     command = [sys.executable, "-m", "training.export", str(run_dir), str(out_dir)]
+    command += ["--litert"] * litert + ["--onnx"] * onnx
     environment = {**os.environ, "KERAS_BACKEND": "tensorflow"}
     done = subprocess.run(
         command, env=environment, capture_output=True, text=True, check=False

@@ -26,7 +26,7 @@ from training import reproduce
 from training.core import backends, compile_mode, fitting
 from training.reproduction import records, table_runs, table_schema
 from training.runs import generation, runs
-from training.runs.saved_model import MARKER
+from training.runs.saved_model import LITERT_FILE, MARKER
 from training.tasks import recipes
 
 needs_jax = needs("jax")
@@ -113,6 +113,7 @@ def test_a_run_trained_on_jax_exports_a_saved_model_that_serves_text(jax_out):
     )
     marker = json.loads((saved / MARKER).read_text())
     assert marker["backend"] == "tensorflow" and marker["exported_from"] == "jax"
+    assert (saved / LITERT_FILE).stat().st_size > 0  # asked for
     loaded = tf.saved_model.load(str(saved))
     logits = np.load(out / "jax.npz")["dyck"]  # [START] + ids, on JAX
     np.testing.assert_allclose(

@@ -2,10 +2,10 @@
 
 import importlib.util
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.training.runs.step_parity import worst_difference
 from training.runs import saved_model
 
 needs_litert = pytest.mark.skipif(
@@ -32,24 +32,9 @@ def test_litert_step_equals_serve_step_over_100_steps(tmp_path, preset):
         experimental_op_resolver_type=resolver,
     )
     runner = interpreter.get_signature_runner()
-    state = {
-        k: v.numpy() for k, v in loaded.serve_initial_state(tf.constant(1)).items()
-    }
-    assert set(runner.get_input_details()) == {"token_ids", *state}
-    first = loaded.serve_step(tf.constant([0]), **state)
-    vocab = first["log_probabilities"].shape[-1]
-    rng = np.random.default_rng(0)
-    worst = 0.0
-    # Each step from serve_step's state: a trained 512-unit state amplifies
-    # round-off ~2x a step, so two free-running loops part after 20 steps
-    # (1e-5 at step 4 for mlstm_ptb_char) while every step agrees.
-    for _ in range(100):
-        token = rng.integers(0, vocab, size=1).astype(np.int32)
-        expected = loaded.serve_step(tf.constant(token), **state)
-        got = runner(token_ids=token, **state)
-        for name in ["log_probabilities", *state]:
-            want = expected[name].numpy()  # relative where |value| > 1
-            difference = np.abs(got[name] - want) / np.maximum(np.abs(want), 1.0)
-            worst = max(worst, float(difference.max()))
-        state = {k: expected[k].numpy() for k in state}
+    state_names = set(loaded.serve_initial_state(tf.constant(1)))
+    assert set(runner.get_input_details()) == {"token_ids", *state_names}
+    worst = worst_difference(
+        loaded, lambda token, state: runner(token_ids=token, **state)
+    )
     assert worst < 1e-5, worst
