@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python benchmarks/generation.py
         [--models mlstm_ptb_char mlstm161 lstm256]
-        [--rows compiled compiled_jax serve_step serve_generate litert
+        [--rows compiled compiled_jax serve_step serve_generate litert onnx
                 torch_eager torch_script] [--batches 1 64] [--steps 1000]
         [--rounds 3] [--threads 1]
 
@@ -24,6 +24,8 @@ seconds / steps, one step of the whole batch):
 - `serve_generate`: the SavedModel's `serve_generate`, texts in and out;
 - `litert`: a Python loop over the exported `serve_step.tflite` in LiteRT's
   interpreter, builtin kernels (batch 1 only: its batch is static);
+- `onnx`: the same loop over the exported `serve_step.onnx` in ONNX
+  Runtime's CPU provider (batch 1 only);
 - `torch_eager`: PyTorch's `nn.LSTMCell` at the same width (an embedding,
   the cell, a linear decoder), sampled with `torch.multinomial` in eager
   mode; for `mlstm_ptb_char` the LSTM is the lighter cell (no
@@ -33,11 +35,11 @@ seconds / steps, one step of the whole batch):
 Every row runs in its own process (TensorFlow and torch in one process end
 in a segmentation fault here), on one thread (TensorFlow's pools, XLA's CPU
 runtime without Eigen threads, `torch.set_num_threads(1)`, LiteRT's
-`num_threads=1`; `--threads N`: N threads each, and XLA's Eigen threads);
-each row is timed after one untimed run of the same shape
-(the compilation), and the rows take turns within each of `--rounds`
-rounds; the best round is printed. benchmarks/README.md ("Generation")
-has a run.
+`num_threads=1`, ONNX Runtime's `intra_op_num_threads=1`; `--threads N`: N
+threads each, and XLA's Eigen threads); each row is timed after one untimed
+run of the same shape (the compilation), and the rows take turns within each
+of `--rounds` rounds; the best round is printed. benchmarks/README.md
+("Generation") has a run.
 """
 
 import argparse
@@ -55,6 +57,7 @@ ROWS = (
     "serve_step",
     "serve_generate",
     "litert",
+    "onnx",
     "torch_eager",
     "torch_script",
 )
@@ -81,7 +84,7 @@ def tensorflow_threads(threads):
     tf.config.threading.set_inter_op_parallelism_threads(threads)
 
 
-NEEDS_EXPORT = ("serve_step", "serve_generate", "litert")
+NEEDS_EXPORT = ("serve_step", "serve_generate", "litert", "onnx")
 VOCABULARY = os.path.join(
     os.path.dirname(__file__),
     "..",
@@ -139,6 +142,23 @@ def time_serving(row, export, batch, steps, threads):
         zeros = {
             n: np.zeros(step.get_input_details()[n]["shape"], np.float32) for n in names
         }
+        as_array = np.asarray
+    elif row == "onnx":
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        path = os.path.join(export, "serve_step.onnx")
+        session = onnxruntime.InferenceSession(path, options, ["CPUExecutionProvider"])
+        inputs = [i for i in session.get_inputs() if i.name != "token_ids"]
+        names = [i.name for i in inputs]
+        zeros = {i.name: np.zeros(i.shape, np.float32) for i in inputs}
+        outputs = [o.name.removeprefix("next_") for o in session.get_outputs()]
+
+        def step(token_ids, **state):
+            ran = session.run(None, {"token_ids": token_ids, **state})
+            return dict(zip(outputs, ran, strict=True))
+
         as_array = np.asarray
     else:
         import tensorflow as tf
@@ -210,7 +230,9 @@ def worker(args):
     if args.row == "export":
         from training.runs import saved_model
 
-        saved_model.export_run("preset:mlstm_ptb_char", args.export, litert=True)
+        saved_model.export_run(
+            "preset:mlstm_ptb_char", args.export, litert=True, onnx=True
+        )
         return None
     if args.row in ("compiled", "compiled_jax"):
         return time_compiled(args.model, args.batch, args.steps, args.threads)
@@ -241,7 +263,7 @@ def cases(args):
             for row in args.rows:
                 if row in NEEDS_EXPORT and model != "mlstm_ptb_char":
                     continue
-                if row == "litert" and batch != 1:
+                if row in ("litert", "onnx") and batch != 1:
                     continue
                 yield model, batch, row
 
