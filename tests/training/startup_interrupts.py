@@ -99,6 +99,8 @@ def main(tries=20):
             print(
                 f"{backend} {delay:5.2f}s: exit {status} {len(lines)} line(s) {shown}"
             )
+            if not ok:  # all it wrote, to tell a new failure from a known one
+                print("\n".join(f"    {line}" for line in lines))
         print(f"{backend}: {good} of {tries} tries ended in one line with exit 130")
         sys.stdout.flush()
 
