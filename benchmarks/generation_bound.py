@@ -47,8 +47,6 @@ def timed_loop(kind, precision, batch, steps):
     import numpy as np
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
     products = tf.bfloat16 if precision == "bfloat16" else tf.float32
     draw = np.random.default_rng(0)
 
@@ -95,11 +93,17 @@ def timed_loop(kind, precision, batch, steps):
         for tensor in run():
             tensor.numpy()
 
-    finished()
+    return best_of_three(finished)
+
+
+def best_of_three(run):
+    """The least of three timed calls of `run`, after an untimed one (the
+    compilation)."""
+    run()
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
-        finished()
+        run()
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -113,32 +117,21 @@ def timed_sampler(precision, batch, steps):
     import zoo
     from zoo.sampler import Sampler
 
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.config.set_dtype_policy(precision)
     sampler = Sampler(zoo.LanguageModel.from_preset("mlstm_ptb_char"))
     program = tf.function(
         sampler.program, jit_compile=precision == "float32", autograph=False
     )
-    options = {
-        "temperature": np.float32(1.0),
-        "top_k": np.int32(sampler.vocab_size),
-        "greedy": np.bool_(False),
-        "seed": np.int32(0),
-        "never": np.zeros(sampler.vocab_size, bool),
-        "stop": np.zeros(sampler.vocab_size, bool),
-    }
+    options = sampler.options(seed=0)
     arguments = (np.ones((batch, 1), "int32"), np.ones(batch, "int32"), steps)
-    program(*arguments, options)[0].numpy()
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        program(*arguments, options)[0].numpy()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return best_of_three(lambda: program(*arguments, options)[0].numpy())
 
 
 def worker(kind, precision, batch, steps, core):
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
     if core is not None:
         os.sched_setaffinity(0, {core})
     if kind == "sampler":

@@ -27,6 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from training.core import sigint
+
 
 @dataclasses.dataclass(frozen=True)
 class Protocol:
@@ -260,7 +262,7 @@ def run_rows(name, commands, threads, record, report):
     return 1 if failed else 0
 
 
-STOPS = (signal.SIGINT, signal.SIGTERM)  # passed on to a row's search
+STOPS = sigint.STOPS  # passed on to a row's search
 
 
 def run_search(arguments, environment):
@@ -280,13 +282,7 @@ def run_search(arguments, environment):
         # Not `child.wait()` here: the interrupted wait holds its lock.
         child.send_signal(signum)
 
-    previous = {number: signal.getsignal(number) for number in STOPS}
     child = None
-    try:
-        for number in STOPS:  # a handler, unlike SIG_IGN, is reset in the child
-            signal.signal(number, stop)
+    with sigint.handling(STOPS, stop):
         child = subprocess.Popen(command, env=environment, process_group=0)
         return child.wait()
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)

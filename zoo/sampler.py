@@ -270,6 +270,26 @@ class Sampler(Stepper):
     def vocab_size(self):
         return self.parts.vocab_size
 
+    def options(
+        self,
+        temperature=1.0,
+        top_k=None,
+        greedy=False,
+        seed=0,
+        stop_ids=(),
+        never_ids=(),
+    ):
+        """The `options` of `program` (NumPy values) for `generate`'s
+        arguments of the same names."""
+        return {
+            "temperature": np.float32(temperature),
+            "top_k": np.int32(min(top_k or self.vocab_size, self.vocab_size)),
+            "greedy": np.bool_(greedy),
+            "seed": np.int32(seed),
+            "never": id_mask(never_ids, self.vocab_size, "never_ids"),
+            "stop": id_mask(stop_ids, self.vocab_size, "stop_ids"),
+        }
+
     def program(self, prompts, lengths, max_length, options):
         """The sampling loop on padded `prompts` `(batch, longest)` and their
         `lengths`: returns `(ids, lengths)` of the sampled tokens. `options`
@@ -327,14 +347,7 @@ class Sampler(Stepper):
         """Samples after each prompt: see `generate`."""
         check_options(max_length, temperature, top_k, seed)
         ids, lengths = pad_prompts(prompts, self.vocab_size)
-        options = {
-            "temperature": np.float32(temperature),
-            "top_k": np.int32(min(top_k or self.vocab_size, self.vocab_size)),
-            "greedy": np.bool_(greedy),
-            "seed": np.int32(seed),
-            "never": id_mask(never_ids, self.vocab_size, "never_ids"),
-            "stop": id_mask(stop_ids, self.vocab_size, "stop_ids"),
-        }
+        options = self.options(temperature, top_k, greedy, seed, stop_ids, never_ids)
         if self._compiled is None:
             self._compiled = self._make_program()
         out, counts = self._compiled(ids, lengths, int(max_length), options)

@@ -9,11 +9,19 @@ its whole run: it raises as Python's handler does and notes the signal, so
 the places that must not miss one (the end of each training epoch, the
 moment before an export or a preset is moved into place:
 `training.core.interrupts`) raise a noted one that was dropped, and
-`install` keeps the dropped one from being printed.
+`install` keeps the dropped one from being printed. `handling` sets a
+handler for a block, for a process that passes its signals on (`STOPS`) to
+the processes it started.
 """
 
+import contextlib
+import signal
 import sys
 import threading
+
+# What a process that starts others (the table runner, the protocol driver)
+# passes on to them.
+STOPS = (signal.SIGINT, signal.SIGTERM)
 
 _noted = threading.Event()
 
@@ -56,3 +64,21 @@ def install():
     signal.signal(signal.SIGINT, note_and_raise)
     if getattr(sys.unraisablehook, "printing", None) is None:
         sys.unraisablehook = quiet_dropped(sys.unraisablehook)
+
+
+@contextlib.contextmanager
+def handling(signals, handler):
+    """`handler` for each of `signals` within the block, in the main thread
+    (the one signals reach; elsewhere nothing changes). A handler, unlike
+    SIG_IGN, is reset to the default in a child that starts a program."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.getsignal(number) for number in signals}
+    try:
+        for number in signals:
+            signal.signal(number, handler)
+        yield
+    finally:
+        for number, handling_before in previous.items():
+            signal.signal(number, handling_before)

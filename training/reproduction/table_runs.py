@@ -22,15 +22,13 @@ holding their locks, as before.
 import contextlib
 import fcntl
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 import zipfile
 from pathlib import Path
 
-from training.core import compile_mode, file_schema
+from training.core import compile_mode, file_schema, sigint
 from training.core.callbacks import write_atomically
 from training.reproduction import records, table_baselines, table_schema, table_summary
 from training.runs import run_dirs, run_files, runs
@@ -39,7 +37,7 @@ TIMING = records.TIMING
 LOCK = ".lock"
 LOG = "train.log"
 DAMAGED = ".damaged"
-STOPS = (signal.SIGINT, signal.SIGTERM)  # passed on to the runs training
+STOPS = sigint.STOPS  # passed on to the runs training
 
 
 def finished(run):
@@ -340,7 +338,7 @@ def execute(
         for job in active:
             job.stop(signum)
 
-    with _handling(STOPS, stop):
+    with sigint.handling(STOPS, stop):
         while (queue and not stops) or active:
             while queue and not stops and len(active) < jobs:
                 run = queue.pop(0)
@@ -385,23 +383,6 @@ def _settled(table, job, results_dir, report, failed):
     finally:
         job.release()
     report(_line(table, job.run))
-
-
-@contextlib.contextmanager
-def _handling(signals, handler):
-    """`handler` for each of `signals` within the block, in the main thread
-    (the one signals reach; elsewhere nothing changes)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {number: signal.getsignal(number) for number in signals}
-    try:
-        for number in signals:
-            signal.signal(number, handler)
-        yield
-    finally:
-        for number, handling in previous.items():
-            signal.signal(number, handling)
 
 
 def aggregate(table, results_dir, out, seeds):

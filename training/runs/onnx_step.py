@@ -20,23 +20,29 @@ from training.runs.litert import last_line, static_step
 OPSET = 17
 
 
-def write_onnx(saved_model_dir, path, cell="the model", batch_size=1):
-    """Writes the `.onnx` of the export's `serve_step` to `path`."""
+def check_available():
+    """A one-line `ValueError` where tf2onnx is not installed: what an export
+    asks before it writes anything."""
     if importlib.util.find_spec("tf2onnx") is None:
         raise ValueError(
             'ONNX export needs tf2onnx: pip install ".[onnx]" (tf2onnx and '
             "onnxruntime)."
         )
+
+
+def write_onnx(saved_model_dir, path, cell="the model", batch_size=1):
+    """Writes the `.onnx` of the export's `serve_step` to `path`."""
+    check_available()
     import tf2onnx
 
     _, function = static_step(saved_model_dir, cell, batch_size, runtime="ONNX")
     specs = function.input_signature
-    state = {spec.name for spec in specs}
+    inputs = {spec.name for spec in specs}
 
     @tf.function(input_signature=specs)
-    def renamed(*args):
+    def renamed(*args):  # an output named as an input is the state's next value
         outputs = function(*args)
-        return {f"next_{k}" if k in state else k: v for k, v in outputs.items()}
+        return {f"next_{k}" if k in inputs else k: v for k, v in outputs.items()}
 
     try:
         proto, _ = tf2onnx.convert.from_function(

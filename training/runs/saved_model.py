@@ -64,7 +64,7 @@ import keras
 from training.core import backends, interrupts
 from training.runs import run_dirs, run_files, runs, streaming
 from training.runs.litert import write_step
-from training.runs.onnx_step import write_onnx
+from training.runs.onnx_step import check_available, write_onnx
 from zoo import serving
 
 # What an unknown token's error adds (the endpoints are the model class's).
@@ -116,6 +116,8 @@ def export_run(run_dir, out_dir, litert=False, onnx=False):
     """
     if not backends.is_tensorflow():
         return export_in_tensorflow(run_dir, out_dir, litert, onnx)
+    if onnx:
+        check_available()
     out_dir = Path(out_dir)
     run_files.check_target(out_dir, "export target")
     if out_dir.exists() and not out_dir.is_dir():
